@@ -1,0 +1,38 @@
+"""grammar: schemas, regexes and GBNF compiled to one grammar IR, and token masks from it.
+
+Pure and model-free: needs numpy and the standard library only.
+
+    g = grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "integer"}}})
+    g.accepts('{"a":1}')                      # True
+    compiled = grammar.compile(g, vocab)      # per vocabulary, cached token tables
+    m = grammar.Matcher(compiled)             # per sequence
+"""
+
+from ._errors import CompileError, GrammarError, LimitError, MatcherError
+from ._grammar import Dropped, Grammar, Ignored
+from ._tools import ToolSchema, arguments, parse_tool_calls, tool_calls, tool_calls_or_text
+from ._compile import CompiledGrammar, compile
+from ._matcher import Matcher, TokenMask
+from ._bitmask import allocate_token_bitmask, apply_token_bitmask, fill_next_token_bitmasks
+
+__all__ = [
+    "CompileError",
+    "CompiledGrammar",
+    "Dropped",
+    "Grammar",
+    "GrammarError",
+    "Ignored",
+    "LimitError",
+    "Matcher",
+    "MatcherError",
+    "TokenMask",
+    "ToolSchema",
+    "allocate_token_bitmask",
+    "apply_token_bitmask",
+    "arguments",
+    "compile",
+    "fill_next_token_bitmasks",
+    "parse_tool_calls",
+    "tool_calls",
+    "tool_calls_or_text",
+]

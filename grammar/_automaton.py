@@ -1,0 +1,463 @@
+"""The grammar IR lowered to a byte-level automaton, determinised lazily.
+
+Code points become UTF-8 byte ranges; each rule becomes a piece of one NFA. References to rules
+that are not recursive are inlined; references inside a recursive cycle become *calls* that
+push a return state. A configuration is an NFA state plus a stack of return states, and one
+deterministic state is the closed set of configurations the input so far can be in: a DFA
+where the grammar is regular, a pushdown automaton (bounded in depth) where it recurses.
+
+States are built on first visit and numbered; `rows[s][b]` is the successor of state `s` on
+byte `b` (-1: dead). The matching numpy table `table` (one int32 row of 256 per state, -2 for
+rows not built yet) is what the vectorised token walk in `_compile` gathers from.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from ._errors import CompileError, LimitError
+from ._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq
+
+DEAD = -1
+UNBUILT = -2
+
+MAX_NFA_STATES = 400_000
+MAX_DFA_STATES = 200_000
+MAX_STACK_DEPTH = 64
+MAX_CLOSURE = 20_000
+
+
+# --- UTF-8 lowering --------------------------------------------------------------------------
+
+_UTF8_BOUNDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
+
+
+def utf8_ranges(lo: int, hi: int) -> list[list[tuple[int, int]]]:
+    """Byte-range sequences whose union encodes exactly the code points lo..hi."""
+    out: list[list[tuple[int, int]]] = []
+    for blo, bhi in _UTF8_BOUNDS:
+        a, b = max(lo, blo), min(hi, bhi)
+        if a <= b:
+            _split(a, b, out)
+    return out
+
+
+def _split(lo: int, hi: int, out: list[list[tuple[int, int]]]) -> None:
+    # Split until the range is "rectangular": every continuation byte spans its full range.
+    n = len(chr(lo).encode("utf-8", "surrogatepass"))
+    for i in range(1, n):
+        m = (1 << (6 * i)) - 1
+        if lo & ~m != hi & ~m:
+            if lo & m != 0:
+                _split(lo, lo | m, out)
+                _split((lo | m) + 1, hi, out)
+                return
+            if hi & m != m:
+                _split(lo, (hi & ~m) - 1, out)
+                _split(hi & ~m, hi, out)
+                return
+    a = chr(lo).encode("utf-8", "surrogatepass")
+    b = chr(hi).encode("utf-8", "surrogatepass")
+    out.append([(x, y) for x, y in zip(a, b)])
+
+
+# --- rule graph analysis ---------------------------------------------------------------------
+
+
+def _recursive_rules(rules: Rules) -> set[str]:
+    """Names of rules that lie on a reference cycle (Tarjan's SCC, iterative)."""
+    graph = {name: sorted(rules.references(rules.rules[name])) for name in rules.reachable()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: set[str] = set()
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for nxt in it:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(graph[nxt])))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                scc = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    scc.append(w)
+                    if w == node:
+                        break
+                if len(scc) > 1 or node in graph[node]:
+                    out.update(scc)
+    return out
+
+
+def _nullable_rules(rules: Rules) -> set[str]:
+    nullable: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name in rules.reachable():
+            if name not in nullable and _nullable(rules.rules[name], nullable):
+                nullable.add(name)
+                changed = True
+    return nullable
+
+
+def _nullable(node: Node, nullable: set[str]) -> bool:
+    if isinstance(node, Lit):
+        return not node.text
+    if isinstance(node, Chars):
+        return False
+    if isinstance(node, Seq):
+        return all(_nullable(n, nullable) for n in node.items)
+    if isinstance(node, Alt):
+        return any(_nullable(n, nullable) for n in node.items)
+    if isinstance(node, Repeat):
+        return node.min == 0 or _nullable(node.item, nullable)
+    return node.name in nullable
+
+
+def _left_refs(node: Node, nullable: set[str]) -> set[str]:
+    """Rules that can be entered before any input is consumed by `node`."""
+    if isinstance(node, Ref):
+        return {node.name}
+    if isinstance(node, Seq):
+        out: set[str] = set()
+        for item in node.items:
+            out |= _left_refs(item, nullable)
+            if not _nullable(item, nullable):
+                break
+        return out
+    if isinstance(node, Alt):
+        out = set()
+        for item in node.items:
+            out |= _left_refs(item, nullable)
+        return out
+    if isinstance(node, Repeat):
+        return _left_refs(node.item, nullable)
+    return set()
+
+
+def check_left_recursion(rules: Rules) -> None:
+    """Refuse left recursion: a rule that can reach itself before consuming any input."""
+    nullable = _nullable_rules(rules)
+    left = {name: _left_refs(rules.rules[name], nullable) for name in rules.reachable()}
+    for start in left:
+        seen: set[str] = set()
+        todo = list(left[start])
+        while todo:
+            name = todo.pop()
+            if name == start:
+                raise CompileError(f"rule {start!r} is left-recursive", keyword="left-recursion")
+            if name not in seen and name in left:
+                seen.add(name)
+                todo.extend(left[name])
+
+
+# --- NFA ----------------------------------------------------------------------------------
+
+
+class _NFA:
+    """Thompson-style NFA over bytes with call edges for recursive rules."""
+
+    def __init__(self, rules: Rules):
+        self.rules = rules
+        self.byte_edges: list[list[tuple[int, int, int]]] = []
+        self.eps: list[list[int]] = []
+        self.calls: list[list[tuple[int, int]]] = []  # (callee start state, return state)
+        self.rule_end: list[bool] = []
+        self.recursive = _recursive_rules(rules)
+        self.starts: dict[str, int] = {}
+        self.pending: list[str] = []
+        self.root_start = self.new()
+        self.root_end = self._emit(rules.rules[rules.root], self.root_start, (rules.root,))
+        while self.pending:
+            name = self.pending.pop()
+            end = self._emit(rules.rules[name], self.starts[name], (name,))
+            self.rule_end[end] = True
+
+    def new(self) -> int:
+        if len(self.eps) >= MAX_NFA_STATES:
+            raise LimitError(
+                f"grammar too large: more than {MAX_NFA_STATES} automaton states", keyword="size"
+            )
+        self.byte_edges.append([])
+        self.eps.append([])
+        self.calls.append([])
+        self.rule_end.append(False)
+        return len(self.eps) - 1
+
+    def _start_of(self, name: str) -> int:
+        if name not in self.starts:
+            self.starts[name] = self.new()
+            self.pending.append(name)
+        return self.starts[name]
+
+    def _emit(self, node: Node, s: int, inlining: tuple[str, ...]) -> int:
+        """Add `node`'s fragment starting at state `s`; return its end state."""
+        if isinstance(node, Lit):
+            for byte in node.text.encode("utf-8", "surrogatepass"):
+                t = self.new()
+                self.byte_edges[s].append((byte, byte, t))
+                s = t
+            return s
+        if isinstance(node, Chars):
+            end = self.new()
+            self._emit_chars(node, s, end)
+            return end
+        if isinstance(node, Seq):
+            for item in node.items:
+                s = self._emit(item, s, inlining)
+            return s
+        if isinstance(node, Alt):
+            end = self.new()
+            for item in node.items:
+                # A fresh entry per branch keeps loops inside one branch from leaking into others.
+                entry = self.new()
+                self.eps[s].append(entry)
+                self.eps[self._emit(item, entry, inlining)].append(end)
+            return end
+        if isinstance(node, Repeat):
+            for _ in range(node.min):
+                s = self._emit(node.item, s, inlining)
+            if node.max is None:
+                loop = self.new()
+                self.eps[s].append(loop)
+                body_end = self._emit(node.item, loop, inlining)
+                self.eps[body_end].append(loop)
+                return loop
+            end = self.new()
+            for _ in range(node.max - node.min):
+                self.eps[s].append(end)
+                s = self._emit(node.item, s, inlining)
+            self.eps[s].append(end)
+            return end
+        if isinstance(node, Ref):
+            if node.name not in self.rules.rules:
+                raise CompileError(f"rule {node.name!r} is not defined", keyword="ref")
+            if node.name in self.recursive:
+                ret = self.new()
+                self.calls[s].append((self._start_of(node.name), ret))
+                return ret
+            if node.name in inlining:  # cannot happen for non-recursive rules
+                raise CompileError(f"rule {node.name!r} refers to itself", keyword="ref")
+            return self._emit(self.rules.rules[node.name], s, inlining + (node.name,))
+        raise TypeError(f"not a grammar node: {node!r}")
+
+    def _emit_chars(self, node: Chars, s: int, end: int) -> None:
+        # A small trie over the byte-range sequences shares common prefixes.
+        trie: dict[tuple[int, int], dict] = {}
+        for lo, hi in node.ranges:
+            for ranges in utf8_ranges(lo, hi):
+                level = trie
+                for r in ranges:
+                    level = level.setdefault(r, {})
+        self._emit_trie(trie, s, end)
+
+    def _emit_trie(self, trie: dict, s: int, end: int) -> None:
+        for (lo, hi), sub in trie.items():
+            if not sub:
+                self.byte_edges[s].append((lo, hi, end))
+            else:
+                t = self.new()
+                self.byte_edges[s].append((lo, hi, t))
+                self._emit_trie(sub, t, end)
+
+
+# --- lazily determinised automaton ---------------------------------------------------------
+
+Stack = tuple  # (return state, parent stack) or () for the empty stack
+
+
+class Automaton:
+    """Deterministic byte automaton over sets of (NFA state, return stack) configurations."""
+
+    def __init__(self, rules: Rules):
+        check_left_recursion(rules)
+        self.nfa = nfa = _NFA(rules)
+        self._classes(nfa)
+        self.configs: list[frozenset] = []
+        self.index: dict[frozenset, int] = {}
+        self.accepting: list[bool] = []
+        self.rows: list[list[int] | None] = []
+        self.table = np.full((64, 256), UNBUILT, dtype=np.int32)
+        self._moves: dict[frozenset, int] = {}
+        self.start = self._intern(self._closure([(nfa.root_start, ())]))
+
+    def _classes(self, nfa: _NFA) -> None:
+        """Partition 0..255 into classes the NFA never tells apart."""
+        cuts = {0, 256}
+        for edges in nfa.byte_edges:
+            for lo, hi, _ in edges:
+                cuts.add(lo)
+                cuts.add(hi + 1)
+        bounds = sorted(cuts)
+        self.class_of = np.zeros(256, dtype=np.int32)
+        for c, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+            self.class_of[lo:hi] = c
+        self.class_list = self.class_of.tolist()
+        self.n_classes = len(bounds) - 1
+
+    def _closure(self, seeds: list[tuple[int, Stack]]) -> tuple[frozenset, bool]:
+        nfa = self.nfa
+        seen: set[tuple[int, Stack]] = set()
+        todo = list(seeds)
+        kernel = []
+        accept = False
+        while todo:
+            cfg = todo.pop()
+            if cfg in seen:
+                continue
+            seen.add(cfg)
+            if len(seen) > MAX_CLOSURE:
+                raise LimitError("grammar too ambiguous: state closure too large", keyword="size")
+            q, stack = cfg
+            if nfa.byte_edges[q]:
+                kernel.append(cfg)
+            for t in nfa.eps[q]:
+                todo.append((t, stack))
+            if nfa.calls[q] and _depth(stack) < MAX_STACK_DEPTH:
+                for callee, ret in nfa.calls[q]:
+                    todo.append((callee, (ret, stack)))
+            if nfa.rule_end[q] and stack:
+                todo.append((stack[0], stack[1]))
+            elif q == nfa.root_end and not stack:
+                accept = True
+        return frozenset(kernel), accept
+
+    def _intern(self, closed: tuple[frozenset, bool]) -> int:
+        key = closed
+        found = self.index.get(key)  # type: ignore[arg-type]
+        if found is not None:
+            return found
+        kernel, accept = closed
+        if not kernel and not accept:
+            return DEAD
+        sid = len(self.configs)
+        if sid >= MAX_DFA_STATES:
+            raise LimitError(f"more than {MAX_DFA_STATES} grammar states visited", keyword="size")
+        self.configs.append(kernel)
+        self.accepting.append(accept)
+        self.rows.append(None)
+        self.index[key] = sid  # type: ignore[index]
+        if sid >= self.table.shape[0]:
+            grown = np.full((self.table.shape[0] * 2, 256), UNBUILT, dtype=np.int32)
+            grown[: self.table.shape[0]] = self.table
+            self.table = grown
+        return sid
+
+    def build(self, s: int) -> list[int]:
+        """The successor row of state `s` (built on first use)."""
+        row = self.rows[s]
+        if row is not None:
+            return row
+        nfa = self.nfa
+        by_class: list[list[tuple[int, Stack]] | None] = [None] * self.n_classes
+        class_of = self.class_list
+        for q, stack in self.configs[s]:
+            for lo, hi, t in nfa.byte_edges[q]:
+                for c in range(class_of[lo], class_of[hi] + 1):
+                    bucket = by_class[c]
+                    if bucket is None:
+                        by_class[c] = [(t, stack)]
+                    else:
+                        bucket.append((t, stack))
+        succ = [DEAD] * self.n_classes
+        for c, moved in enumerate(by_class):
+            if moved:
+                key = frozenset(moved)
+                nxt = self._moves.get(key)
+                if nxt is None:
+                    nxt = self._intern(self._closure(moved))
+                    self._moves[key] = nxt
+                succ[c] = nxt
+        row_arr = np.asarray(succ, dtype=np.int32)[self.class_of]
+        self.table[s] = row_arr
+        row = row_arr.tolist()
+        self.rows[s] = row
+        return row
+
+    def step(self, s: int, byte: int) -> int:
+        row = self.rows[s]
+        if row is None:
+            row = self.build(s)
+        return row[byte]
+
+    def walk(self, s: int, data: bytes) -> int:
+        for byte in data:
+            row = self.rows[s]
+            if row is None:
+                row = self.build(s)
+            s = row[byte]
+            if s < 0:
+                return DEAD
+        return s
+
+    def can_extend(self, s: int) -> bool:
+        return any(t >= 0 for t in self.build(s))
+
+    def byte_distance(self, s: int, limit: int = 100_000) -> int | None:
+        """Fewest bytes from `s` to an accepting state (None if none within `limit` states)."""
+        if self.accepting[s]:
+            return 0
+        seen = {s}
+        frontier = deque([(s, 0)])
+        while frontier and len(seen) < limit:
+            u, d = frontier.popleft()
+            for v in set(self.build(u)):
+                if v >= 0 and v not in seen:
+                    if self.accepting[v]:
+                        return d + 1
+                    seen.add(v)
+                    frontier.append((v, d + 1))
+        return None
+
+    def describe(self, s: int) -> str:
+        """A short, human-readable account of where state `s` stands in the grammar."""
+        if s < 0:
+            return "dead state"
+        nfa = self.nfa
+        expects = sorted({(lo, hi) for q, _ in self.configs[s] for lo, hi, _t in nfa.byte_edges[q]})
+        shown = ", ".join(_byte_range(lo, hi) for lo, hi in expects[:8])
+        more = ", ..." if len(expects) > 8 else ""
+        depth = max((_depth(st) for _, st in self.configs[s]), default=0)
+        return f"state {s} (depth {depth}, expects bytes {shown}{more}; complete={self.accepting[s]})"
+
+
+def _byte_range(lo: int, hi: int) -> str:
+    def one(b: int) -> str:
+        return repr(chr(b)) if 32 <= b < 127 else f"0x{b:02x}"
+
+    return one(lo) if lo == hi else f"{one(lo)}-{one(hi)}"
+
+
+def _depth(stack: Stack) -> int:
+    n = 0
+    while stack:
+        n += 1
+        stack = stack[1]
+    return n

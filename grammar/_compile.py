@@ -1,0 +1,288 @@
+"""A grammar compiled against a vocabulary: the automaton plus per-state token sets.
+
+The token set a state allows depends only on the state, so it is computed once, on first
+visit, with numpy over the vocabulary at once, and kept. A decode step is then a lookup.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._automaton import DEAD, UNBUILT, Automaton
+from ._errors import MatcherError
+from ._grammar import Grammar
+from ._tokens import TokenTables, token_tables
+
+# Breadth-first search for the shortest completion stops after this many states; the
+# distance found so far is then still a valid lower bound.
+MAX_COMPLETION_SEARCH = 2_000
+
+_UTF8_SHAPES = (
+    ((0xC2, 0xDF), (0x80, 0xBF)),
+    ((0xE0, 0xE0), (0xA0, 0xBF), (0x80, 0xBF)),
+    ((0xE1, 0xEC), (0x80, 0xBF), (0x80, 0xBF)),
+    ((0xED, 0xED), (0x80, 0x9F), (0x80, 0xBF)),
+    ((0xEE, 0xEF), (0x80, 0xBF), (0x80, 0xBF)),
+    ((0xF0, 0xF0), (0x90, 0xBF), (0x80, 0xBF), (0x80, 0xBF)),
+    ((0xF1, 0xF3), (0x80, 0xBF), (0x80, 0xBF), (0x80, 0xBF)),
+    ((0xF4, 0xF4), (0x80, 0x8F), (0x80, 0xBF), (0x80, 0xBF)),
+)
+
+
+@dataclass
+class StateMask:
+    """The tokens one grammar state allows, kept in whichever form is smaller."""
+
+    count: int  # number of allowed ids, EOS included
+    ids: np.ndarray  # sorted int32: the allowed ids if `inverted` is False, else the disallowed
+    inverted: bool
+    packed: np.ndarray  # (ceil(V/32),) int32 bitmask row
+    successors: np.ndarray  # distinct states the allowed tokens lead to (EOS excluded)
+
+    def allowed_ids(self, size: int) -> np.ndarray:
+        if not self.inverted:
+            return self.ids
+        keep = np.ones(size, dtype=bool)
+        keep[self.ids] = False
+        return np.flatnonzero(keep).astype(np.int32)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.ids.nbytes + self.packed.nbytes + self.successors.nbytes)
+
+
+class CompiledGrammar:
+    """A `Grammar` compiled for one vocabulary. Share it between matchers (it is thread-safe)."""
+
+    def __init__(self, grammar: Grammar, vocab) -> None:
+        self.grammar = grammar
+        self.vocab = vocab
+        self.tables: TokenTables = token_tables(vocab)
+        self.automaton = Automaton(grammar.rule_set())
+        self.vocab_size = self.tables.size
+        self._masks: dict[int, StateMask] = {}
+        self._distance: dict[int, int] = {}
+        self._utf8_loop: dict[int, bool] = {}
+        self._lock = threading.RLock()
+
+    @property
+    def start(self) -> int:
+        return self.automaton.start
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by this compiled grammar's arrays (the shared vocabulary excluded)."""
+        masks = sum(m.nbytes for m in self._masks.values())
+        return int(masks + self.automaton.table[: len(self.automaton.configs)].nbytes)
+
+    # -- per-state token sets -------------------------------------------------------------
+
+    def mask(self, state: int) -> StateMask:
+        found = self._masks.get(state)
+        if found is not None:
+            return found
+        with self._lock:
+            found = self._masks.get(state)
+            if found is None:
+                found = self._compute_mask(state)
+                self._masks[state] = found
+            return found
+
+    def walk_token(self, state: int, token_id: int) -> int:
+        data = self.tables.token_bytes[token_id] if 0 <= token_id < self.vocab_size else None
+        if data is None:
+            return DEAD
+        with self._lock:
+            return self.automaton.walk(state, data)
+
+    def _compute_mask(self, state: int) -> StateMask:
+        positions, ends = self._walk_vocabulary(state)
+        t = self.tables
+        allowed = np.zeros(t.size, dtype=bool)
+        allowed[t.order[positions]] = True
+        long_ends = []
+        for tid in t.long_ids.tolist():
+            nxt = self.automaton.walk(state, t.token_bytes[tid])
+            if nxt >= 0:
+                allowed[tid] = True
+                long_ends.append(nxt)
+        successors = np.unique(np.concatenate([ends, np.asarray(long_ends, np.int32)]))
+        if self.automaton.accepting[state] and t.eos_ids.size:
+            allowed[t.eos_ids] = True
+        count = int(allowed.sum())
+        if count * 2 <= t.size:
+            ids, inverted = np.flatnonzero(allowed).astype(np.int32), False
+        else:
+            ids, inverted = np.flatnonzero(~allowed).astype(np.int32), True
+        words = -(-t.size // 32)
+        padded = np.zeros(words * 32, dtype=bool)
+        padded[: t.size] = allowed
+        packed = np.packbits(padded, bitorder="little").view("<i4").astype(np.int32)
+        return StateMask(count, ids, inverted, packed, successors.astype(np.int32))
+
+    def _walk_vocabulary(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (in sorted token order) of the tokens `state` allows, and where each ends."""
+        a = self.automaton
+        t = self.tables
+        row = a.build(state)
+        row_np = a.table[state]
+        firsts = np.flatnonzero(row_np >= 0)
+        if firsts.size == 0 or t.order.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int32)
+        starts = t.bucket[firsts]
+        sizes = t.bucket[firsts + 1] - starts
+        total = int(sizes.sum())
+        if total == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int32)
+        offsets = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
+        idx = np.arange(total, dtype=np.int64) + offsets
+
+        out_pos: list[np.ndarray] = []
+        out_end: list[np.ndarray] = []
+        loop_bytes = [b for b in range(256) if row[b] == state]
+        if len(loop_bytes) >= 16:
+            ascii_loop = np.zeros(2, dtype=np.uint64)
+            for b in loop_bytes:
+                if b < 128:
+                    ascii_loop[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+            looping = t.loop_tokens(ascii_loop, self._loops_on_utf8(state))[idx]
+            out_pos.append(idx[looping])
+            out_end.append(np.full(int(looping.sum()), state, dtype=np.int32))
+            idx = idx[~looping]
+
+        table = a.table
+        lens = t.lens
+        matrix = t.matrix
+        cur = row_np[matrix[0, idx]]
+        p = 1
+        while idx.size:
+            done = lens[idx] == p
+            if done.any():
+                out_pos.append(idx[done])
+                out_end.append(cur[done])
+                keep = ~done
+                idx = idx[keep]
+                cur = cur[keep]
+                if not idx.size:
+                    break
+            nxt = table[cur, matrix[p, idx]]
+            unbuilt = nxt == UNBUILT
+            if unbuilt.any():
+                for s in np.unique(cur[unbuilt]).tolist():
+                    a.build(s)
+                table = a.table
+                nxt = table[cur, matrix[p, idx]]
+            ok = nxt >= 0
+            idx = idx[ok]
+            cur = nxt[ok]
+            p += 1
+        if not out_pos:
+            return np.zeros(0, np.int64), np.zeros(0, np.int32)
+        return np.concatenate(out_pos), np.concatenate(out_end).astype(np.int32)
+
+    def _loops_on_utf8(self, state: int) -> bool:
+        """Whether every whole non-ASCII character read from `state` leads back to it."""
+        hit = self._utf8_loop.get(state)
+        if hit is not None:
+            return hit
+        a = self.automaton
+
+        def loops(s: int, shape: tuple) -> bool:
+            if not shape:
+                return s == state
+            lo, hi = shape[0]
+            row = a.build(s)
+            seen = set()
+            for b in range(lo, hi + 1):
+                nxt = row[b]
+                if nxt < 0:
+                    return False
+                if nxt not in seen:
+                    seen.add(nxt)
+                    if not loops(nxt, shape[1:]):
+                        return False
+            return True
+
+        hit = all(loops(state, shape) for shape in _UTF8_SHAPES)
+        self._utf8_loop[state] = hit
+        return hit
+
+    # -- completion ----------------------------------------------------------------------
+
+    def distance(self, state: int) -> tuple[int, bool]:
+        """Fewest tokens from `state` to a complete document, and whether the count is exact.
+
+        A breadth-first search over the states tokens lead to; when it is cut short the count
+        reached is returned as a lower bound.
+        """
+        d = self._distance.get(state)
+        if d is not None:
+            return d, True
+        if self.automaton.accepting[state]:
+            return 0, True
+        seen = {state}
+        level = [state]
+        depth = 0
+        while level:
+            depth += 1
+            nxt_level = []
+            for s in level:
+                for v in self.mask(s).successors.tolist():
+                    if v in seen:
+                        continue
+                    if self.automaton.accepting[v]:
+                        self._distance[state] = depth
+                        return depth, True
+                    seen.add(v)
+                    nxt_level.append(v)
+                    if len(seen) > MAX_COMPLETION_SEARCH:
+                        return depth, False
+            level = nxt_level
+        raise MatcherError(f"no completion is reachable from {self.automaton.describe(state)}")
+
+    def completion_tokens(self, state: int) -> np.ndarray:
+        """Allowed token ids that begin a shortest completion from `state` (EOS if complete)."""
+        if self.automaton.accepting[state]:
+            return self.tables.eos_ids
+        positions, ends = self._walk_vocabulary(state)
+        t = self.tables
+        long_ids, long_ends = [], []
+        for tid in t.long_ids.tolist():
+            v = self.automaton.walk(state, t.token_bytes[tid])
+            if v >= 0:
+                long_ids.append(tid)
+                long_ends.append(v)
+        ids = np.concatenate([t.order[positions], np.asarray(long_ids, np.int32)])
+        ends = np.concatenate([ends, np.asarray(long_ends, np.int32)])
+        candidates = np.unique(ends).tolist()
+        if not candidates:
+            raise MatcherError(f"no token is allowed in {self.automaton.describe(state)}")
+        dist = {v: self.distance(v)[0] for v in candidates}
+        nearest = min(dist.values())
+        best = [v for v in candidates if dist[v] == nearest]
+        return np.unique(ids[np.isin(ends, best)]).astype(np.int32)
+
+
+_COMPILED: "weakref.WeakKeyDictionary[Grammar, weakref.WeakKeyDictionary]" = (
+    weakref.WeakKeyDictionary()
+)
+_COMPILE_LOCK = threading.Lock()
+
+
+def compile(grammar: Grammar, vocab) -> CompiledGrammar:  # noqa: A001 - the natural name
+    """Compile `grammar` for `vocab` (cached: the same pair gives the same object)."""
+    with _COMPILE_LOCK:
+        per_vocab = _COMPILED.get(grammar)
+        if per_vocab is None:
+            per_vocab = weakref.WeakKeyDictionary()
+            _COMPILED[grammar] = per_vocab
+        found = per_vocab.get(vocab)
+        if found is None:
+            found = CompiledGrammar(grammar, vocab)
+            per_vocab[vocab] = found
+        return found

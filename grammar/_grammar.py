@@ -1,0 +1,124 @@
+"""`Grammar`: a named set of IR rules with a root, plus what compiling its source left out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._errors import CompileError
+from ._ir import Node, Rules, Ref
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A keyword a lenient compile could not enforce: the caller must validate it afterwards."""
+
+    keyword: str
+    pointer: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """An annotation with no effect on validity (title, description, unchecked format...)."""
+
+    keyword: str
+    pointer: str
+
+
+class Grammar:
+    """A grammar in the IR: rules of code-point literals, classes, sequences, alternations,
+    bounded repeats and references, with a distinguished root rule.
+
+    Build one with a front end (`from_json_schema`, `from_regex`, `from_gbnf`, `any_json`, the
+    tool grammars); render it with `to_gbnf()`; test text against it with `accepts()`; compile
+    it against a vocabulary with `grammar.compile`.
+    """
+
+    def __init__(
+        self,
+        rules: dict[str, Node],
+        root: str = "root",
+        *,
+        dropped: tuple[Dropped, ...] = (),
+        ignored: tuple[Ignored, ...] = (),
+        source: str = "",
+    ):
+        if root not in rules:
+            raise CompileError(f"start rule {root!r} is not defined", keyword="root")
+        self._rules = Rules(dict(rules), root)
+        for name in self._rules.reachable():
+            if name not in self._rules.rules:
+                raise CompileError(f"rule {name!r} is referenced but not defined", keyword="ref")
+        self.dropped = tuple(dropped)
+        self.ignored = tuple(ignored)
+        self.source = source
+
+    @property
+    def root(self) -> str:
+        return self._rules.root
+
+    @property
+    def rules(self) -> dict[str, Node]:
+        """The rules reachable from the root, root first."""
+        return {name: self._rules.rules[name] for name in self._rules.reachable()}
+
+    def rule_set(self) -> Rules:
+        return self._rules
+
+    def accepts(self, text: str | bytes) -> bool:
+        """Whether the whole of `text` is a sentence of this grammar.
+
+        Bytes must be UTF-8; text that is not valid UTF-8 is never accepted.
+        """
+        from ._recognize import accepts
+
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError:
+                return False
+        return accepts(self._rules, text)
+
+    def to_gbnf(self) -> str:
+        """This grammar as GBNF text, as llama.cpp's grammar parser reads it."""
+        from ._gbnf import to_gbnf
+
+        return to_gbnf(self._rules)
+
+    def with_root(self, node: Node, extra: dict[str, Node] | None = None) -> "Grammar":
+        """A grammar whose root is `node`, keeping these rules (used to compose grammars)."""
+        rules = dict(self._rules.rules)
+        rules.update(extra or {})
+        name = "root"
+        while name in rules and rules[name] is not node:
+            name = "_" + name
+        rules[name] = node
+        return Grammar(rules, name, dropped=self.dropped, ignored=self.ignored)
+
+    def __repr__(self) -> str:
+        n = len(self._rules.reachable())
+        return f"<Grammar {self.source or 'rules'}: {n} rule{'s' if n != 1 else ''}>"
+
+
+def merge_rules(*groups: tuple[str, dict[str, Node]]) -> dict[str, Node]:
+    """Combine rule sets from several grammars, prefixing names so they cannot collide."""
+    out: dict[str, Node] = {}
+    for prefix, rules in groups:
+        renamed = {name: f"{prefix}{name}" for name in rules}
+        for name, node in rules.items():
+            out[renamed[name]] = _rename(node, renamed)
+    return out
+
+
+def _rename(node: Node, names: dict[str, str]) -> Node:
+    from ._ir import Alt, Repeat, Seq
+
+    if isinstance(node, Ref):
+        return Ref(names.get(node.name, node.name))
+    if isinstance(node, Seq):
+        return Seq(tuple(_rename(n, names) for n in node.items))
+    if isinstance(node, Alt):
+        return Alt(tuple(_rename(n, names) for n in node.items))
+    if isinstance(node, Repeat):
+        return Repeat(_rename(node.item, names), node.min, node.max)
+    return node

@@ -1,0 +1,252 @@
+"""The grammar IR: one representation behind every front end and back end.
+
+Nodes speak Unicode code points (so GBNF can render every rule); the automaton lowers them to
+UTF-8 bytes later. Nodes are immutable and hashable, so front ends can share and deduplicate
+subtrees freely. Build them through the constructor functions at the bottom (`lit`, `seq`,
+`alt`, ...), which normalise trivial cases (one-item sequences, nested alternations, empty
+literals) so that every back end sees the same shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Union
+
+MAX_CODE_POINT = 0x10FFFF
+
+
+@dataclass(frozen=True, slots=True)
+class Lit:
+    """A literal string of code points (never empty: the empty string is `EMPTY`)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Chars:
+    """One code point from a set, given as sorted, disjoint, non-adjacent inclusive ranges.
+
+    An empty set matches nothing. Surrogates (U+D800..U+DFFF) are never members: they have
+    no UTF-8 encoding, so classes are clipped to the encodable ranges on construction.
+    """
+
+    ranges: tuple[tuple[int, int], ...]
+
+    def __contains__(self, cp: int) -> bool:
+        for lo, hi in self.ranges:
+            if cp < lo:
+                return False
+            if cp <= hi:
+                return True
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Seq:
+    """Each item in order. `Seq(())` is the empty string."""
+
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Alt:
+    """Any one of the items. `Alt(())` matches nothing."""
+
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """`item` repeated between `min` and `max` times (`max=None`: unbounded)."""
+
+    item: "Node"
+    min: int
+    max: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A reference to a named rule of the enclosing grammar (recursion allowed)."""
+
+    name: str
+
+
+Node = Union[Lit, Chars, Seq, Alt, Repeat, Ref]
+
+EMPTY = Seq(())
+NOTHING = Alt(())
+
+
+# --- constructors -------------------------------------------------------------------------
+
+
+def lit(text: str) -> Node:
+    return Lit(text) if text else EMPTY
+
+
+def _normalize_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    clipped: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        lo, hi = max(lo, 0), min(hi, MAX_CODE_POINT)
+        # Surrogates cannot be encoded in UTF-8: drop them from every class.
+        if lo <= 0xDFFF and hi >= 0xD800:
+            if lo < 0xD800:
+                clipped.append((lo, 0xD7FF))
+            if hi > 0xDFFF:
+                clipped.append((0xE000, hi))
+        elif lo <= hi:
+            clipped.append((lo, hi))
+    clipped.sort()
+    merged: list[tuple[int, int]] = []
+    for lo, hi in clipped:
+        if merged and lo <= merged[-1][1] + 1:
+            if hi > merged[-1][1]:
+                merged[-1] = (merged[-1][0], hi)
+        else:
+            merged.append((lo, hi))
+    return tuple(merged)
+
+
+def chars(ranges: Iterable[tuple[int, int]]) -> Node:
+    """A class from inclusive code point ranges (any order, overlaps allowed)."""
+    normalized = _normalize_ranges(ranges)
+    if not normalized:
+        return NOTHING
+    if len(normalized) == 1 and normalized[0][0] == normalized[0][1]:
+        return Lit(chr(normalized[0][0]))
+    return Chars(normalized)
+
+
+def char_set(text: str) -> Node:
+    """A class holding exactly the code points of `text`."""
+    return chars((ord(c), ord(c)) for c in text)
+
+
+def negate(ranges: Iterable[tuple[int, int]]) -> Node:
+    """Every code point not in `ranges`."""
+    normalized = _normalize_ranges(ranges)
+    out: list[tuple[int, int]] = []
+    nxt = 0
+    for lo, hi in normalized:
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAX_CODE_POINT:
+        out.append((nxt, MAX_CODE_POINT))
+    return chars(out)
+
+
+ANY_CHAR = Chars(_normalize_ranges([(0, MAX_CODE_POINT)]))
+
+
+def seq(*items: Node) -> Node:
+    flat: list[Node] = []
+    for item in items:
+        if item == NOTHING:
+            return NOTHING
+        if isinstance(item, Seq):
+            flat.extend(item.items)
+        else:
+            flat.append(item)
+    # Merge adjacent literals so renderers and the automaton see longer runs.
+    merged: list[Node] = []
+    for item in flat:
+        if merged and isinstance(item, Lit) and isinstance(merged[-1], Lit):
+            merged[-1] = Lit(merged[-1].text + item.text)
+        else:
+            merged.append(item)
+    if len(merged) == 1:
+        return merged[0]
+    return Seq(tuple(merged))
+
+
+def alt(*items: Node) -> Node:
+    flat: list[Node] = []
+    seen: set[Node] = set()
+    for item in items:
+        parts = item.items if isinstance(item, Alt) else (item,)
+        for part in parts:
+            if part not in seen:
+                seen.add(part)
+                flat.append(part)
+    if len(flat) == 1:
+        return flat[0]
+    return Alt(tuple(flat))
+
+
+def repeat(item: Node, min: int = 0, max: int | None = None) -> Node:
+    if max is not None and max < min:
+        return NOTHING
+    if max == 0 or item == EMPTY:
+        return EMPTY
+    if item == NOTHING:
+        return EMPTY if min == 0 else NOTHING
+    if min == 1 and max == 1:
+        return item
+    return Repeat(item, min, max)
+
+
+def opt(item: Node) -> Node:
+    return repeat(item, 0, 1)
+
+
+def star(item: Node) -> Node:
+    return repeat(item, 0, None)
+
+
+def plus(item: Node) -> Node:
+    return repeat(item, 1, None)
+
+
+def ref(name: str) -> Ref:
+    return Ref(name)
+
+
+# --- a set of rules -----------------------------------------------------------------------
+
+
+@dataclass
+class Rules:
+    """Named rules with a start rule: what every front end produces."""
+
+    rules: dict[str, Node]
+    root: str = "root"
+
+    def references(self, node: Node) -> set[str]:
+        """Names referenced directly by `node`."""
+        out: set[str] = set()
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, Ref):
+                out.add(n.name)
+            elif isinstance(n, (Seq, Alt)):
+                stack.extend(n.items)
+            elif isinstance(n, Repeat):
+                stack.append(n.item)
+        return out
+
+    def reachable(self) -> list[str]:
+        """Rule names reachable from the root, root first."""
+        order = [self.root]
+        seen = {self.root}
+        i = 0
+        while i < len(order):
+            for name in sorted(self.references(self.rules[order[i]])):
+                if name not in seen:
+                    seen.add(name)
+                    order.append(name)
+            i += 1
+        return order
+
+
+def walk(node: Node) -> Iterable[Node]:
+    """Every node below `node`, itself included (references are not followed)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, (Seq, Alt)):
+            stack.extend(n.items)
+        elif isinstance(n, Repeat):
+            stack.append(n.item)

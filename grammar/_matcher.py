@@ -1,0 +1,218 @@
+"""`Matcher`: one sequence's position in a compiled grammar, advanced token by token."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._compile import CompiledGrammar, StateMask
+from ._errors import MatcherError
+
+_TERMINATED = -3
+
+
+class TokenMask:
+    """The next-token set of one step, for sparse masking and selection.
+
+    Masking costs O(min(allowed, disallowed)) and selection over the allowed ids O(allowed),
+    instead of O(vocabulary) for a dense bitmask.
+    """
+
+    __slots__ = ("_mask", "_size", "_allowed")
+
+    def __init__(self, mask: StateMask, size: int):
+        self._mask = mask
+        self._size = size
+        self._allowed: np.ndarray | None = None
+
+    @property
+    def count(self) -> int:
+        return self._mask.count
+
+    @property
+    def packed(self) -> np.ndarray:
+        """The (ceil(V/32),) int32 bitmask row (shared: do not modify)."""
+        return self._mask.packed
+
+    def allowed_ids(self) -> np.ndarray:
+        if self._allowed is None:
+            self._allowed = self._mask.allowed_ids(self._size)
+        return self._allowed
+
+    def is_allowed(self, token_id: int) -> bool:
+        i = int(np.searchsorted(self._mask.ids, token_id))
+        present = i < self._mask.ids.size and int(self._mask.ids[i]) == token_id
+        return present != self._mask.inverted if 0 <= token_id < self._size else False
+
+    def apply(self, logits: np.ndarray) -> None:
+        """Set the logits of disallowed tokens to -inf, in place."""
+        if self._mask.inverted:
+            logits[self._mask.ids[self._mask.ids < logits.shape[-1]]] = -np.inf
+        else:
+            keep = logits[self._mask.ids]
+            logits.fill(-np.inf)
+            logits[self._mask.ids] = keep
+
+    def argmax(self, logits: np.ndarray) -> int:
+        """The allowed token with the highest logit (greedy selection)."""
+        if self._mask.inverted:
+            if self._mask.ids.size * 8 < logits.shape[-1]:
+                saved = logits[self._mask.ids]
+                logits[self._mask.ids] = -np.inf
+                best = int(np.argmax(logits))
+                logits[self._mask.ids] = saved
+                return best
+        ids = self.allowed_ids()
+        return int(ids[int(np.argmax(logits[ids]))])
+
+
+class Matcher:
+    """Tracks one sequence through a compiled grammar.
+
+    EOS is allowed exactly where the document is complete; special tokens never are. With
+    `stop_when_complete`, the sequence also terminates once the document is complete and no
+    byte could extend it.
+    """
+
+    def __init__(self, compiled: CompiledGrammar, *, stop_when_complete: bool = False):
+        self.compiled = compiled
+        self.stop_when_complete = stop_when_complete
+        self._history: list[int] = [compiled.start]
+        self._eos = set(compiled.tables.eos_ids.tolist())
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def state(self) -> int:
+        return self._history[-1]
+
+    def is_terminated(self) -> bool:
+        s = self._history[-1]
+        if s == _TERMINATED:
+            return True
+        return (
+            self.stop_when_complete
+            and self.compiled.automaton.accepting[s]
+            and not self.compiled.automaton.can_extend(s)
+        )
+
+    def is_complete(self) -> bool:
+        s = self._history[-1]
+        return s == _TERMINATED or self.compiled.automaton.accepting[s]
+
+    # -- advancing -------------------------------------------------------------------------
+
+    def accept_token(self, token_id: int) -> bool:
+        """Advance by one token; False (and no change) if the grammar does not allow it here."""
+        s = self._history[-1]
+        if s == _TERMINATED:
+            return False
+        if token_id in self._eos:
+            if not self.compiled.automaton.accepting[s]:
+                return False
+            self._history.append(_TERMINATED)
+            return True
+        nxt = self.compiled.walk_token(s, token_id)
+        if nxt < 0:
+            return False
+        self._history.append(nxt)
+        return True
+
+    def accept_bytes(self, data: bytes) -> bool:
+        """Advance by raw bytes (counts as one step for `rollback`)."""
+        s = self._history[-1]
+        if s == _TERMINATED:
+            return False
+        with self.compiled._lock:
+            nxt = self.compiled.automaton.walk(s, data)
+        if nxt < 0:
+            return False
+        self._history.append(nxt)
+        return True
+
+    def rollback(self, n: int = 1) -> None:
+        """Undo the last `n` accepted steps."""
+        if n < 0 or n >= len(self._history):
+            raise MatcherError(f"cannot roll back {n} steps: only {len(self._history) - 1} taken")
+        if n:
+            del self._history[-n:]
+
+    def reset(self) -> None:
+        self._history = [self.compiled.start]
+
+    def fork(self) -> "Matcher":
+        """An independent copy at the same position."""
+        twin = Matcher.__new__(Matcher)
+        twin.compiled = self.compiled
+        twin.stop_when_complete = self.stop_when_complete
+        twin._history = list(self._history)
+        twin._eos = self._eos
+        return twin
+
+    # -- masks -----------------------------------------------------------------------------
+
+    def _state_mask(self) -> StateMask:
+        s = self._history[-1]
+        if s == _TERMINATED or self.is_terminated():
+            return self._eos_only()
+        mask = self.compiled.mask(s)
+        if mask.count == 0:
+            raise MatcherError(
+                "no token is allowed next: the grammar cannot continue from "
+                + self.compiled.automaton.describe(s)
+            )
+        return mask
+
+    def _eos_only(self) -> StateMask:
+        cached = getattr(self.compiled, "_eos_only_mask", None)
+        if cached is None:
+            t = self.compiled.tables
+            allowed = np.zeros(-(-t.size // 32) * 32, dtype=bool)
+            allowed[t.eos_ids] = True
+            packed = np.packbits(allowed, bitorder="little").view("<i4").astype(np.int32)
+            cached = StateMask(int(t.eos_ids.size), t.eos_ids, False, packed, np.zeros(0, np.int32))
+            self.compiled._eos_only_mask = cached
+        return cached
+
+    def next_token_mask(self) -> TokenMask:
+        """The tokens allowed next, for sparse masking and selection."""
+        return TokenMask(self._state_mask(), self.compiled.vocab_size)
+
+    def fill_next_token_bitmask(self, bitmask: np.ndarray, index: int = 0) -> None:
+        """Write the allowed-next bitmask into row `index` of `bitmask` (packed int32 layout)."""
+        row = self._state_mask().packed
+        if bitmask.ndim == 1:
+            bitmask[: row.size] = row
+        else:
+            bitmask[index, : row.size] = row
+
+    # -- completion ------------------------------------------------------------------------
+
+    def min_tokens_to_complete(self) -> int:
+        """Fewest tokens that can still make the document complete (0 if it is complete).
+
+        Never more than a shortest completion takes; EOS itself is not counted.
+        """
+        s = self._history[-1]
+        if s == _TERMINATED:
+            return 0
+        return self.compiled.distance(s)[0]
+
+    def completion_token_ids(self) -> np.ndarray:
+        """Allowed tokens that begin a shortest completion (EOS where the document is whole)."""
+        s = self._history[-1]
+        if s == _TERMINATED:
+            return self.compiled.tables.eos_ids
+        return self.compiled.completion_tokens(s)
+
+    def shortest_completion_token(self, logits: np.ndarray | None = None) -> int:
+        """A token on a shortest path to completion; the highest-scoring one if `logits`."""
+        ids = self.completion_token_ids()
+        if ids.size == 0:
+            raise MatcherError("no completion token: the vocabulary has no EOS id")
+        if logits is None:
+            return int(ids[0])
+        return int(ids[int(np.argmax(logits[ids]))])
+
+    def describe(self) -> str:
+        s = self._history[-1]
+        return "terminated" if s == _TERMINATED else self.compiled.automaton.describe(s)

@@ -1,0 +1,113 @@
+"""Per-vocabulary token tables, prepared once and shared by every grammar compiled for it.
+
+Like XGrammar's TokenizerInfo: the ordinary (non-special) tokens sorted by their bytes, a
+position-major byte matrix for vectorised walks, first-byte buckets so a walk starts only from
+tokens whose first byte a state can take, and per-token byte-set summaries that let a state
+answer "every token made only of bytes that loop back here" with one vectorised test.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+# Tokens longer than this are walked one by one (there are few of them); the byte matrix stays
+# small.
+MATRIX_WIDTH = 32
+
+_CACHE: "weakref.WeakKeyDictionary[object, TokenTables]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+class TokenTables:
+    def __init__(self, vocab) -> None:
+        self.size: int = int(vocab.size)
+        special = set(vocab.special_ids) | set(vocab.eos_ids)
+        tokens: list[bytes] = vocab.tokens
+        self.token_bytes: list[bytes | None] = [
+            None if (i in special or not tokens[i]) else tokens[i] for i in range(len(tokens))
+        ]
+        self.token_bytes.extend([None] * (self.size - len(tokens)))
+        self.eos_ids = np.array(sorted(int(i) for i in vocab.eos_ids if i < self.size), np.int32)
+
+        ordinary = [i for i, b in enumerate(self.token_bytes) if b is not None]
+        short = [i for i in ordinary if len(self.token_bytes[i]) <= MATRIX_WIDTH]
+        self.long_ids = np.array(
+            [i for i in ordinary if len(self.token_bytes[i]) > MATRIX_WIDTH], np.int32
+        )
+        short.sort(key=lambda i: self.token_bytes[i])
+        n = len(short)
+        self.order = np.array(short, dtype=np.int32)
+        self.lens = np.array([len(self.token_bytes[i]) for i in short], dtype=np.int32)
+        width = int(self.lens.max()) if n else 1
+        flat = b"".join(self.token_bytes[i].ljust(width, b"\0") for i in short)
+        # Position-major: column p holds byte p of every token, so a gather per position is
+        # contiguous.
+        self.matrix = np.ascontiguousarray(
+            np.frombuffer(flat, dtype=np.uint8).reshape(n, width).T
+        ) if n else np.zeros((1, 0), np.uint8)
+        first = self.matrix[0] if n else np.zeros(0, np.uint8)
+        self.bucket = np.searchsorted(first, np.arange(257), side="left").astype(np.int64)
+
+        # Byte sets: which ASCII bytes a token holds (two 64-bit words), and whether its
+        # non-ASCII bytes form whole UTF-8 characters.
+        bits = np.zeros((n, 2), dtype=np.uint64)
+        valid = np.zeros(n, dtype=bool)
+        any_high = np.zeros(n, dtype=bool)
+        for p in range(width):
+            col = self.matrix[p]
+            live = self.lens > p
+            ascii_ = live & (col < 128)
+            word = (col >> 6).astype(np.intp)
+            shift = (col & 63).astype(np.uint64)
+            for w in (0, 1):
+                sel = ascii_ & (word == w)
+                bits[sel, w] |= np.left_shift(np.uint64(1), shift[sel])
+            any_high |= live & (col >= 128)
+        self.ascii_bits = bits
+        for k, i in enumerate(short):
+            if any_high[k]:
+                try:
+                    self.token_bytes[i].decode("utf-8")
+                    valid[k] = True
+                except UnicodeDecodeError:
+                    valid[k] = False
+            else:
+                valid[k] = True
+        self.utf8_whole = valid
+        self.all_ascii = ~any_high
+        self._loop_cache: dict[tuple[bytes, bool], np.ndarray] = {}
+
+    def loop_tokens(self, ascii_loop: np.ndarray, utf8_loops: bool) -> np.ndarray:
+        """Tokens (sorted positions, as a bool vector) that certainly walk a state back to itself.
+
+        `ascii_loop` is the (2,) uint64 set of ASCII bytes that loop on the state; with
+        `utf8_loops`, every whole non-ASCII character loops too.
+        """
+        key = (ascii_loop.tobytes(), utf8_loops)
+        hit = self._loop_cache.get(key)
+        if hit is None:
+            outside = (self.ascii_bits & ~ascii_loop) != 0
+            ok = ~(outside[:, 0] | outside[:, 1])
+            ok &= self.utf8_whole if utf8_loops else self.all_ascii
+            self._loop_cache[key] = hit = ok
+        return hit
+
+    @property
+    def nbytes(self) -> int:
+        return int(
+            self.matrix.nbytes + self.order.nbytes + self.lens.nbytes + self.ascii_bits.nbytes
+            + self.utf8_whole.nbytes + self.all_ascii.nbytes + self.bucket.nbytes
+        )
+
+
+def token_tables(vocab) -> TokenTables:
+    """The shared tables of `vocab`, built on first use."""
+    with _LOCK:
+        tables = _CACHE.get(vocab)
+        if tables is None:
+            tables = TokenTables(vocab)
+            _CACHE[vocab] = tables
+        return tables
