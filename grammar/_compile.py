@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -268,9 +267,7 @@ class CompiledGrammar:
         return np.unique(ids[np.isin(ends, best)]).astype(np.int32)
 
 
-_COMPILED: "weakref.WeakKeyDictionary[Grammar, weakref.WeakKeyDictionary]" = (
-    weakref.WeakKeyDictionary()
-)
+_COMPILED: "weakref.WeakKeyDictionary[Grammar, dict]" = weakref.WeakKeyDictionary()
 _COMPILE_LOCK = threading.Lock()
 
 
@@ -279,7 +276,7 @@ def compile(grammar: Grammar, vocab) -> CompiledGrammar:  # noqa: A001 - the nat
     with _COMPILE_LOCK:
         per_vocab = _COMPILED.get(grammar)
         if per_vocab is None:
-            per_vocab = weakref.WeakKeyDictionary()
+            per_vocab = {}
             _COMPILED[grammar] = per_vocab
         found = per_vocab.get(vocab)
         if found is None:

@@ -9,7 +9,7 @@ answer "every token made only of bytes that loop back here" with one vectorised 
 from __future__ import annotations
 
 import threading
-import weakref
+from collections import OrderedDict
 
 import numpy as np
 
@@ -17,7 +17,9 @@ import numpy as np
 # small.
 MATRIX_WIDTH = 32
 
-_CACHE: "weakref.WeakKeyDictionary[object, TokenTables]" = weakref.WeakKeyDictionary()
+# Vocabularies compare by content, so equal ones share tables; only a few are ever alive.
+_CACHE: "OrderedDict[object, TokenTables]" = OrderedDict()
+_CACHE_SIZE = 8
 _LOCK = threading.Lock()
 
 
@@ -110,4 +112,8 @@ def token_tables(vocab) -> TokenTables:
         if tables is None:
             tables = TokenTables(vocab)
             _CACHE[vocab] = tables
+            while len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+        else:
+            _CACHE.move_to_end(vocab)
         return tables

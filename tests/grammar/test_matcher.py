@@ -1,0 +1,271 @@
+"""The matcher and masker: properties over random walks, on a synthetic and a real vocabulary."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import grammar
+from grammar._grammar import Grammar
+from grammar._ir import alt, char_set, chars, lit, negate, opt, ref, seq, star
+from grammar._vocab import Vocabulary
+
+EOS = 0
+SPECIAL = 1
+
+_STRING = seq(
+    lit('"'),
+    star(alt(negate([(0, 31), (34, 34), (92, 92)]), seq(lit("\\"), char_set('"\\/bfnrt')))),
+    lit('"'),
+)
+_INT = seq(opt(lit("-")), alt(lit("0"), seq(chars([(49, 57)]), star(chars([(48, 57)])))))
+
+
+def _json_value_grammar() -> Grammar:
+    """Recursive JSON (strings, integers, literals, arrays, objects): exercises the stack."""
+    members = seq(_STRING, lit(":"), ref("value"))
+    return Grammar(
+        {
+            "root": ref("value"),
+            "value": alt(
+                _STRING,
+                _INT,
+                lit("true"),
+                lit("false"),
+                lit("null"),
+                seq(lit("["), opt(seq(ref("value"), star(seq(lit(","), ref("value"))))), lit("]")),
+                seq(lit("{"), opt(seq(members, star(seq(lit(","), members)))), lit("}")),
+            ),
+        }
+    )
+
+
+def _record_grammar() -> Grammar:
+    """A regular object grammar (no recursion): a DFA."""
+    tags = seq(lit("["), opt(seq(_STRING, star(seq(lit(","), _STRING)))), lit("]"))
+    return Grammar(
+        {"root": seq(lit('{"name":'), _STRING, lit(',"age":'), _INT, lit(',"tags":'), tags, lit("}"))}
+    )
+
+
+def _synthetic_vocab() -> Vocabulary:
+    pieces = [b"", b""] + [bytes([b]) for b in range(256)]
+    pieces += [b'{"', b'":', b'",', b'"}', b"true", b"false", b"null", b"[]", b"{}", b"[{", b"}]"]
+    pieces += [b'name', b'"name":', b'age', b"12", b"-0", b"\\n", b'\\"', b"\xc3\xa9t\xc3\xa9", b"\xe2\x82"]
+    pieces += [b"\xac", b' "', b"ab" * 20]
+    return Vocabulary.from_tokens(pieces, eos_ids=[EOS], special_ids=[SPECIAL], size=len(pieces) + 3)
+
+
+VOCAB = _synthetic_vocab()
+GRAMMARS = {"json": _json_value_grammar(), "record": _record_grammar()}
+
+
+def _random_walk(matcher: grammar.Matcher, draw_index, max_steps: int) -> list[int]:
+    """Choose allowed tokens until the matcher terminates, steering to completion at the end."""
+    taken = []
+    for step in range(max_steps + 200):
+        mask = matcher.next_token_mask()
+        allowed = mask.allowed_ids()
+        assert allowed.size > 0, "dead end: no token allowed"
+        if step >= max_steps:
+            token = matcher.shortest_completion_token()
+        else:
+            token = int(allowed[draw_index(allowed.size)])
+        assert matcher.accept_token(token)
+        taken.append(token)
+        if matcher.is_terminated():
+            return taken
+    raise AssertionError("the walk did not terminate")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), name=st.sampled_from(sorted(GRAMMARS)))
+def test_random_walks_never_dead_end_and_finish_valid(data, name):
+    g = GRAMMARS[name]
+    m = grammar.Matcher(grammar.compile(g, VOCAB))
+    taken = _random_walk(m, lambda n: data.draw(st.integers(0, n - 1)), max_steps=30)
+    assert taken[-1] == EOS
+    text = VOCAB.decode(taken[:-1]).decode("utf-8")
+    json.loads(text)  # every finished output parses
+    if name == "record":
+        assert set(json.loads(text)) == {"name", "age", "tags"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_mask_agrees_with_accept_token(data):
+    """The vectorised walk and the per-byte walk decide every token alike."""
+    m = grammar.Matcher(grammar.compile(GRAMMARS["json"], VOCAB))
+    for _ in range(data.draw(st.integers(0, 12))):
+        allowed = m.next_token_mask().allowed_ids()
+        m.accept_token(int(allowed[data.draw(st.integers(0, allowed.size - 1))]))
+        if m.is_terminated():
+            return
+    allowed = set(m.next_token_mask().allowed_ids().tolist())
+    for token in range(VOCAB.size):
+        probe = m.fork()
+        assert probe.accept_token(token) == (token in allowed), token
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_fork_and_rollback_match_replay(data):
+    cg = grammar.compile(GRAMMARS["json"], VOCAB)
+    m = grammar.Matcher(cg)
+    taken = []
+    for _ in range(data.draw(st.integers(1, 15))):
+        allowed = m.next_token_mask().allowed_ids()
+        token = int(allowed[data.draw(st.integers(0, allowed.size - 1))])
+        m.accept_token(token)
+        taken.append(token)
+        if m.is_terminated():
+            break
+    back = data.draw(st.integers(0, len(taken)))
+    twin = m.fork()
+    twin.rollback(back)
+    replay = grammar.Matcher(cg)
+    for token in taken[: len(taken) - back]:
+        assert replay.accept_token(token)
+    np.testing.assert_array_equal(twin.next_token_mask().allowed_ids(), replay.next_token_mask().allowed_ids())
+    assert twin.is_complete() == replay.is_complete()
+    # The original is untouched by what happened to its fork.
+    assert len(m._history) == len(taken) + 1
+
+
+def test_eos_only_where_complete_and_special_never():
+    cg = grammar.compile(GRAMMARS["json"], VOCAB)
+    m = grammar.Matcher(cg)
+    for piece in [b"[", b"12", b",", b"true", b"]"]:
+        allowed = m.next_token_mask().allowed_ids()
+        assert SPECIAL not in allowed
+        assert (EOS in allowed) == m.is_complete()
+        assert m.accept_bytes(piece)
+    assert m.is_complete()
+    assert EOS in m.next_token_mask().allowed_ids()
+    assert not m.accept_token(SPECIAL)
+    assert m.accept_token(EOS) and m.is_terminated()
+    assert not m.accept_token(EOS)
+
+
+def test_bitmask_matches_sparse_mask():
+    cg = grammar.compile(GRAMMARS["record"], VOCAB)
+    m = grammar.Matcher(cg)
+    bitmask = grammar.allocate_token_bitmask(2, VOCAB.size)
+    for piece in [b'{"name":', b'"x', b"y"]:
+        m.fill_next_token_bitmask(bitmask, 1)
+        dense = np.flatnonzero(grammar._bitmask.unpack_bitmask(bitmask[1], VOCAB.size))
+        np.testing.assert_array_equal(dense, m.next_token_mask().allowed_ids())
+        assert (bitmask[0] == -1).all()
+        m.accept_bytes(piece)
+
+
+def test_apply_and_argmax_respect_the_mask():
+    rng = np.random.default_rng(0)
+    m = grammar.Matcher(grammar.compile(GRAMMARS["json"], VOCAB))
+    m.accept_bytes(b'["a')  # inside a string: most tokens allowed, the sparse side is inverted
+    for _ in range(2):
+        mask = m.next_token_mask()
+        logits = rng.normal(size=VOCAB.size).astype(np.float32)
+        best = mask.argmax(logits.copy())
+        dense = logits.copy()
+        bitmask = grammar.allocate_token_bitmask(1, VOCAB.size)
+        m.fill_next_token_bitmask(bitmask)
+        grammar.apply_token_bitmask(dense, bitmask[0])
+        assert best == int(np.argmax(dense))
+        sparse = logits.copy()
+        mask.apply(sparse)
+        np.testing.assert_array_equal(sparse, dense)
+        m = grammar.Matcher(grammar.compile(GRAMMARS["json"], VOCAB))  # a structural state next
+
+
+def test_batch_fill_and_apply():
+    cg = grammar.compile(GRAMMARS["json"], VOCAB)
+    ms = [grammar.Matcher(cg) for _ in range(3)]
+    ms[1].accept_bytes(b"[")
+    ms[2].accept_bytes(b'{"k')
+    bitmask = grammar.allocate_token_bitmask(3, VOCAB.size)
+    grammar.fill_next_token_bitmasks(ms, bitmask)
+    logits = np.zeros((3, VOCAB.size), np.float32)
+    grammar.apply_token_bitmask(logits, bitmask)
+    for i, m in enumerate(ms):
+        np.testing.assert_array_equal(np.flatnonzero(logits[i] == 0), m.next_token_mask().allowed_ids())
+
+
+def _true_distance(cg, matcher, limit=16) -> int:
+    """Brute force: breadth-first over every allowed token (small vocabulary only)."""
+    level = [matcher]
+    for depth in range(limit + 1):
+        if any(m.is_complete() for m in level):
+            return depth
+        nxt, seen = [], set()
+        for m in level:
+            for token in m.next_token_mask().allowed_ids().tolist():
+                if token == EOS:
+                    continue
+                f = m.fork()
+                f.accept_token(token)
+                if f.state not in seen:
+                    seen.add(f.state)
+                    nxt.append(f)
+        level = nxt
+    return limit + 1
+
+
+@pytest.mark.parametrize("prefix", [b"", b"[", b'{"a":[', b'{"a":"x', b"[[[1", b'{"name":"n","age":'])
+def test_min_tokens_to_complete_is_exact_and_steering_reaches_it(prefix):
+    name = "record" if prefix.startswith(b'{"name"') else "json"
+    cg = grammar.compile(GRAMMARS[name], VOCAB)
+    m = grammar.Matcher(cg)
+    assert m.accept_bytes(prefix)
+    expected = _true_distance(cg, m)
+    assert m.min_tokens_to_complete() == expected
+    steps = 0
+    while not m.is_complete():
+        assert m.accept_token(m.shortest_completion_token())
+        steps += 1
+    assert steps == expected
+
+
+def test_stop_when_complete_terminates_without_eos():
+    g = Grammar({"root": seq(lit("ok"), opt(lit("!")))})
+    m = grammar.Matcher(grammar.compile(g, VOCAB), stop_when_complete=True)
+    m.accept_bytes(b"ok")
+    assert m.is_complete() and not m.is_terminated()  # "!" could still follow
+    m.accept_bytes(b"!")
+    assert m.is_terminated()
+
+
+def test_empty_mask_is_an_error_naming_the_position():
+    g = Grammar({"root": seq(lit("a"), chars([(0x10000, 0x10000)]))})  # a character no token spells
+    vocab = Vocabulary.from_tokens([b"", b"a", b"b"], eos_ids=[0])
+    m = grammar.Matcher(grammar.compile(g, vocab))
+    m.accept_token(1)
+    with pytest.raises(grammar.MatcherError, match="no token is allowed"):
+        m.next_token_mask()
+
+
+def test_rollback_beyond_start_is_refused():
+    m = grammar.Matcher(grammar.compile(GRAMMARS["json"], VOCAB))
+    with pytest.raises(grammar.MatcherError):
+        m.rollback(1)
+
+
+def test_compile_is_cached_per_grammar_and_vocabulary():
+    g = GRAMMARS["json"]
+    assert grammar.compile(g, VOCAB) is grammar.compile(g, VOCAB)
+
+
+def test_real_vocabulary_walks(smollm2_gguf):
+    vocab = Vocabulary.from_gguf(smollm2_gguf)
+    cg = grammar.compile(GRAMMARS["json"], vocab)
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        m = grammar.Matcher(cg)
+        taken = _random_walk(m, lambda n: int(rng.integers(n)), max_steps=25)
+        eos = set(vocab.eos_ids)
+        json.loads(vocab.decode([t for t in taken if t not in eos]).decode("utf-8"))
+        assert not (set(taken[:-1]) & set(vocab.special_ids))
