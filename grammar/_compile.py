@@ -100,20 +100,33 @@ class CompiledGrammar:
             return self.automaton.walk(state, data)
 
     def _compute_mask(self, state: int) -> StateMask:
-        positions, ends = self._walk_vocabulary(state)
         t = self.tables
-        allowed = np.zeros(t.size, dtype=bool)
+        a = self.automaton
+        a.build(state)
+        row_np = a.table[state]
+        loop = self._loop_class(state, row_np)
+        if loop is None:
+            allowed = np.zeros(t.size, dtype=bool)
+            positions, ends = self._walk(state, self._first_byte_positions(row_np))
+            successors = [np.unique(ends)]
+        else:
+            # Tokens made only of looping bytes stay here; walk just the others.
+            allowed = loop.looping_ids.copy()
+            rest = loop.other_positions
+            rest = rest[row_np[t.matrix[0, rest]] >= 0]
+            positions, ends = self._walk(state, rest)
+            successors = [np.unique(ends), np.array([state], np.int32)]
         allowed[t.order[positions]] = True
         long_ends = []
         for tid in t.long_ids.tolist():
-            nxt = self.automaton.walk(state, t.token_bytes[tid])
+            nxt = a.walk(state, t.token_bytes[tid])
             if nxt >= 0:
                 allowed[tid] = True
                 long_ends.append(nxt)
-        successors = np.unique(np.concatenate([ends, np.asarray(long_ends, np.int32)]))
-        if self.automaton.accepting[state] and t.eos_ids.size:
+        successors.append(np.asarray(long_ends, np.int32))
+        if a.accepting[state] and t.eos_ids.size:
             allowed[t.eos_ids] = True
-        count = int(allowed.sum())
+        count = int(np.count_nonzero(allowed))
         if count * 2 <= t.size:
             ids, inverted = np.flatnonzero(allowed).astype(np.int32), False
         else:
@@ -122,42 +135,43 @@ class CompiledGrammar:
         padded = np.zeros(words * 32, dtype=bool)
         padded[: t.size] = allowed
         packed = np.packbits(padded, bitorder="little").view("<i4").astype(np.int32)
-        return StateMask(count, ids, inverted, packed, successors.astype(np.int32))
+        succ = np.unique(np.concatenate(successors)).astype(np.int32)
+        return StateMask(count, ids, inverted, packed, succ)
 
-    def _walk_vocabulary(self, state: int) -> tuple[np.ndarray, np.ndarray]:
-        """Positions (in sorted token order) of the tokens `state` allows, and where each ends."""
-        a = self.automaton
+    def _loop_class(self, state: int, row_np: np.ndarray):
+        loop_bytes = np.flatnonzero(row_np == state)
+        if loop_bytes.size < 16:
+            return None
+        ascii_loop = np.zeros(2, dtype=np.uint64)
+        for b in loop_bytes[loop_bytes < 128].tolist():
+            ascii_loop[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+        return self.tables.loop_class(ascii_loop, self._loops_on_utf8(state))
+
+    def _first_byte_positions(self, row_np: np.ndarray) -> np.ndarray:
+        """Sorted-order positions of the tokens whose first byte `row_np` allows."""
         t = self.tables
-        row = a.build(state)
-        row_np = a.table[state]
         firsts = np.flatnonzero(row_np >= 0)
-        if firsts.size == 0 or t.order.size == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int32)
         starts = t.bucket[firsts]
         sizes = t.bucket[firsts + 1] - starts
         total = int(sizes.sum())
-        if total == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int32)
         offsets = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
-        idx = np.arange(total, dtype=np.int64) + offsets
+        return np.arange(total, dtype=np.int64) + offsets
 
+    def _walk(self, state: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Walk the tokens at sorted positions `idx` from `state`, all at once, byte by byte.
+
+        Returns the positions of the tokens that survive and the state each ends in.
+        """
+        a = self.automaton
+        t = self.tables
         out_pos: list[np.ndarray] = []
         out_end: list[np.ndarray] = []
-        loop_bytes = [b for b in range(256) if row[b] == state]
-        if len(loop_bytes) >= 16:
-            ascii_loop = np.zeros(2, dtype=np.uint64)
-            for b in loop_bytes:
-                if b < 128:
-                    ascii_loop[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
-            looping = t.loop_tokens(ascii_loop, self._loops_on_utf8(state))[idx]
-            out_pos.append(idx[looping])
-            out_end.append(np.full(int(looping.sum()), state, dtype=np.int32))
-            idx = idx[~looping]
-
         table = a.table
         lens = t.lens
         matrix = t.matrix
-        cur = row_np[matrix[0, idx]]
+        cur = table[state][matrix[0, idx]]
+        ok = cur >= 0
+        idx, cur = idx[ok], cur[ok]
         p = 1
         while idx.size:
             done = lens[idx] == p
@@ -248,8 +262,9 @@ class CompiledGrammar:
         """Allowed token ids that begin a shortest completion from `state` (EOS if complete)."""
         if self.automaton.accepting[state]:
             return self.tables.eos_ids
-        positions, ends = self._walk_vocabulary(state)
         t = self.tables
+        self.automaton.build(state)
+        positions, ends = self._walk(state, self._first_byte_positions(self.automaton.table[state]))
         long_ids, long_ends = [], []
         for tid in t.long_ids.tolist():
             v = self.automaton.walk(state, t.token_bytes[tid])

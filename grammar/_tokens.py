@@ -9,6 +9,7 @@ answer "every token made only of bytes that loop back here" with one vectorised 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from collections import OrderedDict
 
 import numpy as np
@@ -21,6 +22,16 @@ MATRIX_WIDTH = 32
 _CACHE: "OrderedDict[object, TokenTables]" = OrderedDict()
 _CACHE_SIZE = 8
 _LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class LoopClass:
+    """Tokens that loop on a state: as an id-space bool vector, plus the sorted positions of the
+    tokens that do not (the only ones a walk must still visit)."""
+
+    looping_ids: np.ndarray
+    other_positions: np.ndarray
+    count: int
 
 
 class TokenTables:
@@ -80,13 +91,14 @@ class TokenTables:
                 valid[k] = True
         self.utf8_whole = valid
         self.all_ascii = ~any_high
-        self._loop_cache: dict[tuple[bytes, bool], np.ndarray] = {}
+        self._loop_cache: dict[tuple[bytes, bool], LoopClass] = {}
 
-    def loop_tokens(self, ascii_loop: np.ndarray, utf8_loops: bool) -> np.ndarray:
-        """Tokens (sorted positions, as a bool vector) that certainly walk a state back to itself.
+    def loop_class(self, ascii_loop: np.ndarray, utf8_loops: bool) -> "LoopClass":
+        """The tokens that certainly walk a state back to itself, given which bytes loop there.
 
         `ascii_loop` is the (2,) uint64 set of ASCII bytes that loop on the state; with
-        `utf8_loops`, every whole non-ASCII character loops too.
+        `utf8_loops`, every whole non-ASCII character loops too. Cached: the string states of
+        every grammar share a handful of such classes.
         """
         key = (ascii_loop.tobytes(), utf8_loops)
         hit = self._loop_cache.get(key)
@@ -94,7 +106,10 @@ class TokenTables:
             outside = (self.ascii_bits & ~ascii_loop) != 0
             ok = ~(outside[:, 0] | outside[:, 1])
             ok &= self.utf8_whole if utf8_loops else self.all_ascii
-            self._loop_cache[key] = hit = ok
+            by_id = np.zeros(self.size, dtype=bool)
+            by_id[self.order[ok]] = True
+            hit = LoopClass(by_id, np.flatnonzero(~ok), int(ok.sum()))
+            self._loop_cache[key] = hit
         return hit
 
     @property
