@@ -10,6 +10,8 @@ Pure and model-free: needs numpy and the standard library only.
 
 from ._errors import CompileError, GrammarError, LimitError, MatcherError
 from ._grammar import Dropped, Grammar, Ignored
+from ._vocab import Vocabulary
+from ._gguf import GGUFError, read_gguf_metadata
 from ._tools import ToolSchema, arguments, parse_tool_calls, tool_calls, tool_calls_or_text
 from ._compile import CompiledGrammar, compile
 from ._matcher import Matcher, TokenMask
@@ -19,6 +21,7 @@ __all__ = [
     "CompileError",
     "CompiledGrammar",
     "Dropped",
+    "GGUFError",
     "Grammar",
     "GrammarError",
     "Ignored",
@@ -27,12 +30,14 @@ __all__ = [
     "MatcherError",
     "TokenMask",
     "ToolSchema",
+    "Vocabulary",
     "allocate_token_bitmask",
     "apply_token_bitmask",
     "arguments",
     "compile",
     "fill_next_token_bitmasks",
     "parse_tool_calls",
+    "read_gguf_metadata",
     "tool_calls",
     "tool_calls_or_text",
 ]
