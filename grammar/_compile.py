@@ -118,7 +118,7 @@ class CompiledGrammar:
             successors = [np.unique(ends), np.array([state], np.int32)]
         allowed[t.order[positions]] = True
         long_ends = []
-        for tid in t.long_ids.tolist():
+        for tid in t.long_ids[row_np[t.long_first] >= 0].tolist():
             nxt = a.walk(state, t.token_bytes[tid])
             if nxt >= 0:
                 allowed[tid] = True

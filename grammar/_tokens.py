@@ -16,7 +16,7 @@ import numpy as np
 
 # Tokens longer than this are walked one by one (there are few of them); the byte matrix stays
 # small.
-MATRIX_WIDTH = 32
+MATRIX_WIDTH = 48
 
 # Vocabularies compare by content, so equal ones share tables; only a few are ever alive.
 _CACHE: "OrderedDict[object, TokenTables]" = OrderedDict()
@@ -50,6 +50,7 @@ class TokenTables:
         self.long_ids = np.array(
             [i for i in ordinary if len(self.token_bytes[i]) > MATRIX_WIDTH], np.int32
         )
+        self.long_first = np.array([self.token_bytes[i][0] for i in self.long_ids.tolist()], np.uint8)
         short.sort(key=lambda i: self.token_bytes[i])
         n = len(short)
         self.order = np.array(short, dtype=np.int32)
