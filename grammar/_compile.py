@@ -35,12 +35,17 @@ _UTF8_SHAPES = (
 
 @dataclass
 class StateMask:
-    """The tokens one grammar state allows, kept in whichever form is smaller."""
+    """The tokens one grammar state allows, kept in whichever form is smaller.
+
+    The packed bitmask row is not stored: only the words that differ from all-clear (or, for an
+    inverted set, from all-set), so a row costs memory in proportion to the shorter id list.
+    """
 
     count: int  # number of allowed ids, EOS included
     ids: np.ndarray  # sorted int32: the allowed ids if `inverted` is False, else the disallowed
     inverted: bool
-    packed: np.ndarray  # (ceil(V/32),) int32 bitmask row
+    words: np.ndarray  # int32 indices of the bitmask words that differ from the background
+    values: np.ndarray  # int32 contents of those words
     successors: np.ndarray  # distinct states the allowed tokens lead to (EOS excluded)
 
     def allowed_ids(self, size: int) -> np.ndarray:
@@ -50,9 +55,23 @@ class StateMask:
         keep[self.ids] = False
         return np.flatnonzero(keep).astype(np.int32)
 
-    @property
-    def nbytes(self) -> int:
-        return int(self.ids.nbytes + self.packed.nbytes + self.successors.nbytes)
+    def write(self, row: np.ndarray) -> None:
+        """Write this set into one packed int32 bitmask row."""
+        row.fill(-1 if self.inverted else 0)
+        row[self.words] = self.values
+
+
+def packed_words(ids: np.ndarray, inverted: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The bitmask words a sorted id list touches, and their contents."""
+    if ids.size == 0:
+        return np.zeros(0, np.int32), np.zeros(0, np.int32)
+    word = ids.astype(np.int64) >> 5
+    bits = np.left_shift(np.int64(1), ids.astype(np.int64) & 31)
+    starts = np.flatnonzero(np.r_[True, word[1:] != word[:-1]])
+    merged = np.bitwise_or.reduceat(bits, starts)
+    if inverted:
+        merged = ~merged
+    return word[starts].astype(np.int32), merged.astype(np.uint32).view(np.int32)
 
 
 class CompiledGrammar:
@@ -65,6 +84,7 @@ class CompiledGrammar:
         self.automaton = Automaton(grammar.rule_set())
         self.vocab_size = self.tables.size
         self._masks: dict[int, StateMask] = {}
+        self._pool: dict[tuple[bool, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._distance: dict[int, int] = {}
         self._utf8_loop: dict[int, bool] = {}
         self._lock = threading.RLock()
@@ -76,8 +96,9 @@ class CompiledGrammar:
     @property
     def nbytes(self) -> int:
         """Memory held by this compiled grammar's arrays (the shared vocabulary excluded)."""
-        masks = sum(m.nbytes for m in self._masks.values())
-        return int(masks + self.automaton.table[: len(self.automaton.configs)].nbytes)
+        rows = sum(a.nbytes + b.nbytes + c.nbytes for a, b, c in self._pool.values())
+        successors = sum(m.successors.nbytes for m in self._masks.values())
+        return int(rows + successors + self.automaton.table[: len(self.automaton.configs)].nbytes)
 
     # -- per-state token sets -------------------------------------------------------------
 
@@ -131,12 +152,16 @@ class CompiledGrammar:
             ids, inverted = np.flatnonzero(allowed).astype(np.int32), False
         else:
             ids, inverted = np.flatnonzero(~allowed).astype(np.int32), True
-        words = -(-t.size // 32)
-        padded = np.zeros(words * 32, dtype=bool)
-        padded[: t.size] = allowed
-        packed = np.packbits(padded, bitorder="little").view("<i4").astype(np.int32)
         succ = np.unique(np.concatenate(successors)).astype(np.int32)
-        return StateMask(count, ids, inverted, packed, succ)
+        # States with the same token set (every plain string state, say) share one copy.
+        key = (inverted, ids.tobytes())
+        shared = self._pool.get(key)
+        if shared is None:
+            # Bits past the vocabulary in the last word stay clear, whatever the background.
+            padding = np.arange(t.size, -(-t.size // 32) * 32, dtype=np.int32)
+            cleared = np.concatenate([ids, padding]) if inverted else ids
+            shared = self._pool[key] = (ids, *packed_words(cleared, inverted))
+        return StateMask(count, shared[0], inverted, shared[1], shared[2], succ)
 
     def _loop_class(self, state: int, row_np: np.ndarray):
         loop_bytes = np.flatnonzero(row_np == state)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._compile import CompiledGrammar, StateMask
+from ._compile import CompiledGrammar, StateMask, packed_words
 from ._errors import MatcherError
 
 _TERMINATED = -3
@@ -30,8 +30,10 @@ class TokenMask:
 
     @property
     def packed(self) -> np.ndarray:
-        """The (ceil(V/32),) int32 bitmask row (shared: do not modify)."""
-        return self._mask.packed
+        """This set as a new (ceil(V/32),) int32 bitmask row."""
+        row = np.empty(-(-self._size // 32), dtype=np.int32)
+        self._mask.write(row)
+        return row
 
     def allowed_ids(self) -> np.ndarray:
         if self._allowed is None:
@@ -165,11 +167,8 @@ class Matcher:
     def _eos_only(self) -> StateMask:
         cached = getattr(self.compiled, "_eos_only_mask", None)
         if cached is None:
-            t = self.compiled.tables
-            allowed = np.zeros(-(-t.size // 32) * 32, dtype=bool)
-            allowed[t.eos_ids] = True
-            packed = np.packbits(allowed, bitorder="little").view("<i4").astype(np.int32)
-            cached = StateMask(int(t.eos_ids.size), t.eos_ids, False, packed, np.zeros(0, np.int32))
+            eos = self.compiled.tables.eos_ids
+            cached = StateMask(int(eos.size), eos, False, *packed_words(eos, False), np.zeros(0, np.int32))
             self.compiled._eos_only_mask = cached
         return cached
 
@@ -179,11 +178,7 @@ class Matcher:
 
     def fill_next_token_bitmask(self, bitmask: np.ndarray, index: int = 0) -> None:
         """Write the allowed-next bitmask into row `index` of `bitmask` (packed int32 layout)."""
-        row = self._state_mask().packed
-        if bitmask.ndim == 1:
-            bitmask[: row.size] = row
-        else:
-            bitmask[index, : row.size] = row
+        self._state_mask().write(bitmask if bitmask.ndim == 1 else bitmask[index])
 
     # -- completion ------------------------------------------------------------------------
 
