@@ -10,6 +10,9 @@ Pure and model-free: needs numpy and the standard library only.
 
 from ._errors import CompileError, GrammarError, LimitError, MatcherError
 from ._grammar import Dropped, Grammar, Ignored
+from ._jsonschema import any_json, from_json_schema
+from ._regex import from_regex
+from ._gbnf import from_gbnf, well_formed
 from ._vocab import Vocabulary
 from ._gguf import GGUFError, read_gguf_metadata
 from ._tools import ToolSchema, arguments, parse_tool_calls, tool_calls, tool_calls_or_text
@@ -32,12 +35,17 @@ __all__ = [
     "ToolSchema",
     "Vocabulary",
     "allocate_token_bitmask",
+    "any_json",
     "apply_token_bitmask",
     "arguments",
     "compile",
     "fill_next_token_bitmasks",
+    "from_gbnf",
+    "from_json_schema",
+    "from_regex",
     "parse_tool_calls",
     "read_gguf_metadata",
     "tool_calls",
     "tool_calls_or_text",
+    "well_formed",
 ]

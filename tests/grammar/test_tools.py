@@ -1,0 +1,114 @@
+"""Tool grammars: names bound to their own argument shapes; calls or text, never ambiguous."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import grammar
+from grammar import ToolSchema, parse_tool_calls
+
+WEATHER = ToolSchema(
+    "get_weather",
+    {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+)
+ADD = ToolSchema(
+    "add",
+    {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+        "additionalProperties": False,
+    },
+)
+TOOLS = [WEATHER, ADD]
+
+
+def _call(name: str, arguments: dict) -> str:
+    return json.dumps({"name": name, "arguments": arguments}, separators=(",", ":"))
+
+
+def test_a_call_cannot_borrow_another_tools_arguments():
+    g = grammar.tool_calls(TOOLS)
+    assert g.accepts(_call("get_weather", {"city": "Oslo"}))
+    assert g.accepts(_call("add", {"a": 1, "b": 2}))
+    assert not g.accepts(_call("add", {"city": "Oslo"}))
+    assert not g.accepts(_call("get_weather", {"a": 1, "b": 2}))
+    assert not g.accepts(_call("nope", {}))
+    assert not g.accepts("hello")
+
+
+def test_max_calls_bounds_the_number_of_calls():
+    one, two = _call("add", {"a": 1, "b": 2}), _call("get_weather", {"city": "x"})
+    g1 = grammar.tool_calls(TOOLS, max_calls=1)
+    g2 = grammar.tool_calls(TOOLS, max_calls=2)
+    gn = grammar.tool_calls(TOOLS, max_calls=None)
+    assert not g1.accepts(one + "\n" + two)
+    assert g2.accepts(one + "\n" + two)
+    assert not g2.accepts("\n".join([one, two, one]))
+    assert gn.accepts("\n".join([one, two, one, two]))
+
+
+def test_hermes_envelope_wraps_each_call():
+    g = grammar.tool_calls(TOOLS, envelope="hermes", max_calls=2)
+    body = _call("add", {"a": 1, "b": 2})
+    wrapped = f"<tool_call>\n{body}\n</tool_call>"
+    assert g.accepts(wrapped)
+    assert g.accepts(wrapped + "\n" + wrapped)
+    assert not g.accepts(body)
+    assert parse_tool_calls(wrapped + "\n" + wrapped, envelope="hermes") == [json.loads(body)] * 2
+
+
+@pytest.mark.parametrize("envelope, tag", [("json", "{"), ("hermes", "<tool_call>")])
+def test_calls_or_text(envelope, tag):
+    g = grammar.tool_calls_or_text(TOOLS, envelope=envelope)
+    assert g.accepts("The weather in Oslo is mild.")
+    assert g.accepts("  <b>bold</b> answer")
+    assert not g.accepts("")
+    assert not g.accepts("   \n")
+    assert not g.accepts(tag + " not a call")
+    assert not g.accepts("\n " + tag + "x")
+    call = _call("get_weather", {"city": "Oslo", "unit": "celsius"})
+    if envelope == "hermes":
+        call = f"<tool_call>\n{call}\n</tool_call>"
+    assert g.accepts(call)
+    assert parse_tool_calls(call, envelope=envelope)[0]["arguments"]["city"] == "Oslo"
+    assert parse_tool_calls("The weather", envelope=envelope) is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(text=st.text(min_size=1, max_size=30))
+def test_text_branch_is_exactly_text_not_starting_like_a_call(text):
+    g = grammar.tool_calls_or_text(TOOLS, envelope="hermes")
+    stripped = text.lstrip(" \t\r\n")
+    looks_like_call = stripped.startswith("{") or stripped.startswith("<tool_call>")
+    if stripped and not looks_like_call:
+        assert g.accepts(text)
+    elif not stripped or stripped.startswith("{"):
+        assert not g.accepts(text)
+
+
+def test_errors_name_the_tool_and_place():
+    bad = ToolSchema("bad", {"type": "object", "properties": {"x": {"type": "string", "pattern": "(?=a)"}}})
+    with pytest.raises(grammar.CompileError) as info:
+        grammar.tool_calls([bad])
+    assert "bad" in str(info.value) and "/bad/properties/x" in str(info.value)
+    with pytest.raises(grammar.CompileError, match="unique"):
+        grammar.tool_calls([ADD, ADD])
+    with pytest.raises(grammar.CompileError, match="at least one"):
+        grammar.tool_calls([])
+    with pytest.raises(grammar.CompileError, match="object"):
+        grammar.arguments({"type": "string"})
+
+
+def test_tool_grammar_renders_well_formed_gbnf():
+    text = grammar.tool_calls_or_text(TOOLS, envelope="hermes", max_calls=3).to_gbnf()
+    assert grammar.well_formed(text) is None
