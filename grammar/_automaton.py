@@ -320,7 +320,18 @@ class Automaton:
         for c, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
             self.class_of[lo:hi] = c
         self.class_list = self.class_of.tolist()
+        self._reps: dict[tuple[int, int], list[int]] = {}
         self.n_classes = len(bounds) - 1
+
+    def representatives(self, lo: int, hi: int) -> list[int]:
+        """One byte of each byte class that meets lo..hi (bytes of a class behave alike)."""
+        key = (lo, hi)
+        found = self._reps.get(key)
+        if found is None:
+            cl = self.class_list
+            found = [b for b in range(lo, hi + 1) if b == lo or cl[b] != cl[b - 1]]
+            self._reps[key] = found
+        return found
 
     def _closure(self, seeds: list[tuple[int, Stack]]) -> tuple[frozenset, bool]:
         nfa = self.nfa

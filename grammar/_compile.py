@@ -236,7 +236,7 @@ class CompiledGrammar:
             lo, hi = shape[0]
             row = a.build(s)
             seen = set()
-            for b in range(lo, hi + 1):
+            for b in a.representatives(lo, hi):
                 nxt = row[b]
                 if nxt < 0:
                     return False
