@@ -321,6 +321,7 @@ class Automaton:
             self.class_of[lo:hi] = c
         self.class_list = self.class_of.tolist()
         self._reps: dict[tuple[int, int], list[int]] = {}
+        self._edges: dict[int, list[tuple[int, int, int]]] = {}
         self.n_classes = len(bounds) - 1
 
     def representatives(self, lo: int, hi: int) -> list[int]:
@@ -381,31 +382,47 @@ class Automaton:
             self.table = grown
         return sid
 
+    def _edge_classes(self, q: int) -> list[tuple[int, int, int]]:
+        """NFA state `q`'s byte edges as (first class, end class, target) intervals."""
+        found = self._edges.get(q)
+        if found is None:
+            cl = self.class_list
+            found = [(cl[lo], cl[hi] + 1, t) for lo, hi, t in self.nfa.byte_edges[q]]
+            self._edges[q] = found
+        return found
+
+    def _successor(self, moved: list[tuple[int, Stack]]) -> int:
+        key = frozenset(moved)
+        nxt = self._moves.get(key)
+        if nxt is None:
+            nxt = self._moves[key] = self._intern(self._closure(moved))
+        return nxt
+
     def build(self, s: int) -> list[int]:
         """The successor row of state `s` (built on first use)."""
         row = self.rows[s]
         if row is not None:
             return row
-        nfa = self.nfa
-        by_class: list[list[tuple[int, Stack]] | None] = [None] * self.n_classes
-        class_of = self.class_list
-        for q, stack in self.configs[s]:
-            for lo, hi, t in nfa.byte_edges[q]:
-                for c in range(class_of[lo], class_of[hi] + 1):
-                    bucket = by_class[c]
-                    if bucket is None:
-                        by_class[c] = [(t, stack)]
-                    else:
-                        bucket.append((t, stack))
         succ = [DEAD] * self.n_classes
-        for c, moved in enumerate(by_class):
-            if moved:
-                key = frozenset(moved)
-                nxt = self._moves.get(key)
-                if nxt is None:
-                    nxt = self._intern(self._closure(moved))
-                    self._moves[key] = nxt
-                succ[c] = nxt
+        configs = self.configs[s]
+        if len(configs) == 1:
+            # The common case: one configuration, whose edges never overlap.
+            ((q, stack),) = configs
+            for lo, hi, t in self._edge_classes(q):
+                nxt = self._successor([(t, stack)])
+                succ[lo:hi] = [nxt] * (hi - lo)
+        else:
+            buckets: dict[int, list[tuple[int, Stack]]] = {}
+            for q, stack in configs:
+                for lo, hi, t in self._edge_classes(q):
+                    for c in range(lo, hi):
+                        bucket = buckets.get(c)
+                        if bucket is None:
+                            buckets[c] = [(t, stack)]
+                        else:
+                            bucket.append((t, stack))
+            for c, moved in buckets.items():
+                succ[c] = self._successor(moved)
         row_arr = np.asarray(succ, dtype=np.int32)[self.class_of]
         self.table[s] = row_arr
         row = row_arr.tolist()
