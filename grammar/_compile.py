@@ -129,14 +129,14 @@ class CompiledGrammar:
         if loop is None:
             allowed = np.zeros(t.size, dtype=bool)
             positions, ends = self._walk(state, self._first_byte_positions(row_np))
-            successors = [np.unique(ends)]
+            successors = [ends]
         else:
             # Tokens made only of looping bytes stay here; walk just the others.
             allowed = loop.looping_ids.copy()
             rest = loop.other_positions
             rest = rest[row_np[t.matrix[0, rest]] >= 0]
             positions, ends = self._walk(state, rest)
-            successors = [np.unique(ends), np.array([state], np.int32)]
+            successors = [ends, np.array([state], np.int32)]
         allowed[t.order[positions]] = True
         long_ends = []
         for tid in t.long_ids[row_np[t.long_first] >= 0].tolist():
@@ -152,7 +152,7 @@ class CompiledGrammar:
             ids, inverted = np.flatnonzero(allowed).astype(np.int32), False
         else:
             ids, inverted = np.flatnonzero(~allowed).astype(np.int32), True
-        succ = np.unique(np.concatenate(successors)).astype(np.int32)
+        succ = _distinct(np.concatenate(successors))
         # States with the same token set (every plain string state, say) share one copy.
         key = (inverted, ids.tobytes())
         shared = self._pool.get(key)
@@ -211,7 +211,7 @@ class CompiledGrammar:
             nxt = table[cur, matrix[p, idx]]
             unbuilt = nxt == UNBUILT
             if unbuilt.any():
-                for s in np.unique(cur[unbuilt]).tolist():
+                for s in set(cur[unbuilt].tolist()):
                     a.build(s)
                 table = a.table
                 nxt = table[cur, matrix[p, idx]]
@@ -298,13 +298,20 @@ class CompiledGrammar:
                 long_ends.append(v)
         ids = np.concatenate([t.order[positions], np.asarray(long_ids, np.int32)])
         ends = np.concatenate([ends, np.asarray(long_ends, np.int32)])
-        candidates = np.unique(ends).tolist()
+        candidates = _distinct(ends).tolist()
         if not candidates:
             raise MatcherError(f"no token is allowed in {self.automaton.describe(state)}")
         dist = {v: self.distance(v)[0] for v in candidates}
         nearest = min(dist.values())
         best = [v for v in candidates if dist[v] == nearest]
         return np.unique(ids[np.isin(ends, best)]).astype(np.int32)
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct int32 values; a set beats np.unique's fixed cost on the usual few."""
+    if values.size > 4096:
+        return np.unique(values).astype(np.int32)
+    return np.array(sorted(set(values.tolist())), dtype=np.int32)
 
 
 _COMPILED: "weakref.WeakKeyDictionary[Grammar, dict]" = weakref.WeakKeyDictionary()
