@@ -14,6 +14,7 @@ rows not built yet) is what the vectorised token walk in `_compile` gathers from
 from __future__ import annotations
 
 from collections import deque
+from functools import lru_cache
 
 import numpy as np
 
@@ -34,14 +35,15 @@ MAX_CLOSURE = 20_000
 _UTF8_BOUNDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, 0x10FFFF))
 
 
-def utf8_ranges(lo: int, hi: int) -> list[list[tuple[int, int]]]:
+@lru_cache(maxsize=4096)
+def utf8_ranges(lo: int, hi: int) -> tuple[tuple[tuple[int, int], ...], ...]:
     """Byte-range sequences whose union encodes exactly the code points lo..hi."""
     out: list[list[tuple[int, int]]] = []
     for blo, bhi in _UTF8_BOUNDS:
         a, b = max(lo, blo), min(hi, bhi)
         if a <= b:
             _split(a, b, out)
-    return out
+    return tuple(tuple(seq) for seq in out)
 
 
 def _split(lo: int, hi: int, out: list[list[tuple[int, int]]]) -> None:

@@ -200,7 +200,7 @@ class CompiledGrammar:
         p = 1
         while idx.size:
             done = lens[idx] == p
-            if done.any():
+            if np.count_nonzero(done):
                 out_pos.append(idx[done])
                 out_end.append(cur[done])
                 keep = ~done
@@ -210,7 +210,7 @@ class CompiledGrammar:
                     break
             nxt = table[cur, matrix[p, idx]]
             unbuilt = nxt == UNBUILT
-            if unbuilt.any():
+            if np.count_nonzero(unbuilt):
                 for s in set(cur[unbuilt].tolist()):
                     a.build(s)
                 table = a.table
