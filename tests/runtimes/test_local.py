@@ -1,0 +1,218 @@
+"""The shared local decode loop, exercised through the random-logits test runtime."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import grammar
+from grammar import Grammar, Matcher, Vocabulary
+from grammar._ir import chars, lit, plus, ref, repeat, seq, alt, opt
+from runtimes import Generation, RuntimeFailure, Usage
+from runtimes.testing import RandomRuntime, synthetic_vocabulary
+
+DIGITS = chars([(ord("0"), ord("9"))])
+LETTERS = chars([(ord("a"), ord("z")), (0xE9, 0xE9), (0x65E5, 0x65E5)])  # a-z, é, 日
+
+# {"id":<int>,"tags":["..",...],"ok":true|false} with bounded sizes.
+RECORD = Grammar({
+    "root": seq(lit('{"id":'), alt(lit("0"), seq(chars([(49, 57)]), repeat(DIGITS, 0, 5))),
+                lit(',"tags":['), opt(seq(ref("tag"), repeat(seq(lit(","), ref("tag")), 0, 3))),
+                lit('],"ok":'), alt(lit("true"), lit("false")), lit("}")),
+    "tag": seq(lit('"'), repeat(LETTERS, 1, 10), lit('"')),
+})
+# Nested lists: recursion, so the matcher's pushdown part is used too.
+NESTED = Grammar({"root": ref("list"), "list": seq(lit("["), opt(seq(ref("item"), repeat(seq(lit(","), ref("item")), 0, 4))), lit("]")),
+                  "item": alt(plus(DIGITS), ref("list"))})
+GRAMMARS = [RECORD, NESTED]
+
+
+@pytest.fixture(scope="module")
+def runtime() -> RandomRuntime:
+    return RandomRuntime(seed=1)
+
+
+def shortest_possible(g: Grammar, vocab: Vocabulary) -> int:
+    return Matcher(grammar.compile(g, vocab)).min_tokens_to_complete()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(which=st.sampled_from(GRAMMARS), seed=st.integers(0, 2**16), temperature=st.sampled_from([0.0, 0.7, 1.5]),
+       top_p=st.sampled_from([1.0, 0.9]), extra=st.integers(0, 40))
+async def test_constrained_generation_with_enough_budget_is_a_whole_sentence(
+    runtime, which, seed, temperature, top_p, extra
+):
+    budget = shortest_possible(which, runtime.vocabulary) + extra
+    gen = await runtime.generate("prompt", grammar=which, max_tokens=max(budget, 1),
+                                 temperature=temperature, top_p=top_p, seed=seed)
+    assert gen.finish_reason == "grammar_complete"
+    assert which.accepts(gen.text)
+    assert gen.usage.completion_tokens <= max(budget, 1)
+    assert runtime.vocabulary.decode(gen.token_ids).decode("utf-8") == gen.text
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**16), short=st.integers(1, 5))
+async def test_budget_below_the_shortest_document_ends_with_length_and_a_valid_prefix(runtime, seed, short):
+    needed = shortest_possible(RECORD, runtime.vocabulary)
+    gen = await runtime.generate("p", grammar=RECORD, max_tokens=max(needed - short, 1), temperature=1.0, seed=seed)
+    assert gen.finish_reason == "length"
+    assert not RECORD.accepts(gen.text)
+    prefix = Matcher(grammar.compile(RECORD, runtime.vocabulary))
+    assert prefix.accept_bytes(gen.text.encode())
+
+
+async def test_greedy_and_seeded_sampling_are_reproducible(runtime):
+    messages = [{"role": "user", "content": "a list please"}]
+    for options in ({"temperature": 0.0}, {"temperature": 0.9, "top_p": 0.95, "seed": 7}):
+        first = await runtime.generate(messages, grammar=NESTED, max_tokens=40, **options)
+        second = await runtime.generate(messages, grammar=NESTED, max_tokens=40, **options)
+        assert first == second
+
+
+async def test_unconstrained_generation_decodes_its_tokens(runtime):
+    gen = await runtime.generate("free text", max_tokens=30, temperature=1.0, seed=3)
+    assert gen.finish_reason in ("stop", "length")
+    assert gen.text == runtime.vocabulary.decode(gen.token_ids).decode("utf-8", errors="replace")
+    assert gen.usage.prompt_tokens > 0
+
+
+async def test_end_of_sequence_stops_an_unconstrained_generation():
+    vocab = synthetic_vocabulary()
+    (eos,) = vocab.eos_ids
+    runtime = RandomRuntime(vocab, seed=0)
+    stops = [await runtime.generate("x", max_tokens=2000, temperature=1.0, seed=s) for s in range(4)]
+    assert any(g.finish_reason == "stop" for g in stops)
+    for g in stops:
+        assert eos not in g.token_ids
+        assert (g.finish_reason == "stop") == (g.usage.completion_tokens == len(g.token_ids) + 1)
+
+
+def split_character_vocabulary() -> Vocabulary:
+    """Only single bytes: every non-ASCII character is split across tokens."""
+    tokens = [bytes([b]) for b in range(256)] + [b""]
+    return Vocabulary.from_tokens(tokens, eos_ids=[256], special_ids=[256])
+
+
+async def test_stream_holds_back_split_characters_and_matches_generate():
+    runtime = RandomRuntime(split_character_vocabulary(), seed=2)
+    word = Grammar({"root": repeat(chars([(0xE9, 0xE9), (0x65E5, 0x65E5), (0x1F600, 0x1F600)]), 3, 6)})
+    stream = runtime.stream("x", grammar=word, max_tokens=40, temperature=1.0, seed=5)
+    pieces = [piece async for piece in stream]
+    whole = await runtime.generate("x", grammar=word, max_tokens=40, temperature=1.0, seed=5)
+    assert "".join(pieces) == whole.text
+    assert all("\ufffd" not in p for p in pieces)
+    assert len(whole.token_ids) > len(whole.text)  # characters really were split
+    assert stream.generation == whole
+
+
+async def test_concurrent_callers_queue_and_the_event_loop_stays_free():
+    runtime = RandomRuntime(seed=4, step_delay=0.002)
+    prompts = [f"prompt {i}" for i in range(6)]
+    sequential = [await runtime.generate(p, grammar=RECORD, max_tokens=30) for p in prompts]
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    beat = asyncio.create_task(ticker())
+    concurrent = await asyncio.gather(*(runtime.generate(p, grammar=RECORD, max_tokens=30) for p in prompts))
+    beat.cancel()
+    assert concurrent == sequential
+    assert ticks > len(prompts)
+
+
+async def test_cancelling_stops_the_worker_and_frees_the_model():
+    runtime = RandomRuntime(seed=0, step_delay=0.005)
+    task = asyncio.create_task(runtime.generate("long", max_tokens=100_000, temperature=1.0, seed=1))
+    while runtime.forward_calls < 3:
+        await asyncio.sleep(0.005)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    stopped_at = runtime.forward_calls
+    after = await runtime.generate("next", grammar=RECORD, max_tokens=40)
+    assert after.finish_reason == "grammar_complete"
+    assert runtime.forward_calls - stopped_at == after.usage.completion_tokens  # nothing else ran
+    assert stopped_at < 1000
+
+
+async def test_closing_a_stream_early_cancels_the_generation():
+    runtime = RandomRuntime(seed=0, step_delay=0.002)
+    stream = runtime.stream("long", max_tokens=100_000, temperature=1.0, seed=2)
+    async with contextlib.aclosing(stream):
+        async for _ in stream:
+            break
+    stopped_at = runtime.forward_calls
+    again = await runtime.generate("again", max_tokens=5)
+    assert runtime.forward_calls - stopped_at == again.usage.completion_tokens
+    assert stream.generation is None
+
+
+async def test_the_context_window_bounds_the_budget():
+    runtime = RandomRuntime(seed=0)
+    runtime.context_length = 40
+    gen = await runtime.generate("abc", max_tokens=1000, temperature=1.0, seed=0)
+    assert gen.usage.prompt_tokens + gen.usage.completion_tokens <= 40
+    with pytest.raises(RuntimeFailure, match="context window"):
+        await runtime.generate("x" * 50, max_tokens=5)
+
+
+async def test_tools_are_shown_to_the_model():
+    runtime = RandomRuntime(seed=0)
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather now.",
+                                               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+    plain = runtime._prompt_ids([{"role": "user", "content": "hi"}], None)
+    with_tools = runtime._prompt_ids([{"role": "user", "content": "hi"}], tools)
+    assert len(with_tools) > len(plain)
+    assert b"get_weather" in runtime.vocabulary.decode(with_tools)
+
+
+@pytest.mark.parametrize("bad", [{"max_tokens": 0}, {"temperature": -1.0}, {"top_p": 0.0}, {"top_p": 1.5}])
+async def test_invalid_arguments_are_refused(runtime, bad):
+    with pytest.raises(ValueError):
+        await runtime.generate("x", **bad)
+
+
+def test_usage_adds_up():
+    assert Usage(3, 4) + Usage(1, 2) == Usage(4, 6)
+    assert (Usage(3, 4) + Usage(1, 2)).total_tokens == 10
+
+
+def test_generation_is_a_plain_record():
+    g = Generation("x", "stop", Usage(1, 1), [5])
+    assert (g.text, g.finish_reason, g.token_ids) == ("x", "stop", [5])
+
+
+async def test_a_timeout_cancels_the_generation_and_frees_the_model():
+    runtime = RandomRuntime(seed=0, step_delay=0.005)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(runtime.generate("slow", max_tokens=100_000, temperature=1.0), 0.05)
+    stopped_at = runtime.forward_calls
+    quick = await runtime.generate("quick", max_tokens=3)
+    assert runtime.forward_calls - stopped_at == quick.usage.completion_tokens
+
+
+async def test_a_closed_runtime_refuses_work():
+    runtime = RandomRuntime(seed=0)
+    await runtime.generate("x", max_tokens=2)
+    await runtime.aclose()
+    with pytest.raises(RuntimeFailure, match="closed"):
+        await runtime.generate("x", max_tokens=2)
+
+
+async def test_calls_without_a_seed_differ_but_a_runtime_seed_makes_them_reproducible():
+    async def answers(runtime_seed):
+        runtime = RandomRuntime(seed=runtime_seed)
+        return [(await runtime.generate("same", grammar=RECORD, max_tokens=40, temperature=2.0)).text for _ in range(4)]
+
+    first, again = await answers(11), await answers(11)
+    assert first == again
+    assert len(set(first)) > 1

@@ -1,0 +1,276 @@
+"""The HTTP runtime against small misbehaving servers on 127.0.0.1: every fault ends in a typed
+error or a retry, never a hang or a half document passed on as valid."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from conftest import free_port
+
+import grammar
+from grammar import Grammar
+from grammar._ir import chars, lit, repeat, seq
+from runtimes import (
+    ConnectionFailure,
+    GenerationTimeout,
+    GrammarIgnored,
+    OpenAICompatible,
+    RuntimeFailure,
+    ServerError,
+    StreamInterrupted,
+)
+
+COUNT = Grammar({"root": seq(lit('{"n":'), repeat(chars([(48, 57)]), 1, 4), lit("}"))})
+
+
+def completion(text: str, finish: str | None = "stop") -> dict:
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 3}}
+
+
+def chunk(text: str | None = None, finish: str | None = None) -> bytes:
+    delta = {"content": text} if text is not None else {}
+    event = {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return f"data: {json.dumps(event)}\n\n".encode()
+
+
+Behaviour = Callable[[BaseHTTPRequestHandler, dict, int], None]
+
+
+class QuietServer(ThreadingHTTPServer):
+    """Clients that hang up early (timeouts, cut streams) are expected here, not errors."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class FakeServer:
+    """An HTTP server whose every answer is written by `behaviour(handler, body, hit)`."""
+
+    def __init__(self, behaviour: Behaviour):
+        self.behaviour = behaviour
+        self.bodies: list[dict] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.bodies.append(body)
+                server.behaviour(self, body, len(server.bodies))
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Behaviour], FakeServer]]:
+    started: list[FakeServer] = []
+
+    def start(behaviour: Behaviour) -> FakeServer:
+        started.append(FakeServer(behaviour))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.close()
+
+
+def reply(handler: BaseHTTPRequestHandler, status: int, payload: dict | str) -> None:
+    data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+def runtime(url: str, **options) -> OpenAICompatible:
+    options.setdefault("backoff", 0.01)
+    return OpenAICompatible(url, model="test", **options)
+
+
+CHAT = [{"role": "user", "content": "count"}]
+
+
+async def test_a_valid_answer_is_checked_against_the_grammar(serve):
+    server = serve(lambda h, body, hit: reply(h, 200, completion('{"n":42}')))
+    async with runtime(server.url) as rt:
+        gen = await rt.generate(CHAT, grammar=COUNT, max_tokens=20, seed=3)
+    assert (gen.text, gen.finish_reason) == ('{"n":42}', "grammar_complete")
+    assert (gen.usage.prompt_tokens, gen.usage.completion_tokens) == (7, 3)
+    sent = server.bodies[0]
+    assert sent["grammar"] == COUNT.to_gbnf() and sent["messages"] == CHAT and sent["seed"] == 3
+    assert sent["max_tokens"] == 20 and sent["stream"] is False
+
+
+async def test_an_answer_the_grammar_rejects_is_reported(serve):
+    server = serve(lambda h, body, hit: reply(h, 200, completion("forty-two")))
+    async with runtime(server.url) as rt:
+        with pytest.raises(GrammarIgnored) as caught:
+            await rt.generate(CHAT, grammar=COUNT)
+    assert caught.value.text == "forty-two"
+
+
+async def test_an_answer_cut_by_the_budget_is_length_not_an_error(serve):
+    server = serve(lambda h, body, hit: reply(h, 200, completion('{"n":4', "length")))
+    async with runtime(server.url) as rt:
+        gen = await rt.generate(CHAT, grammar=COUNT, max_tokens=3)
+    assert gen.finish_reason == "length"
+
+
+async def test_5xx_and_429_are_retried_then_succeed(serve):
+    statuses = {1: 500, 2: 429, 3: 503}
+    server = serve(lambda h, body, hit: reply(h, statuses[hit], {"error": "busy"}) if hit in statuses
+                   else reply(h, 200, completion('{"n":1}')))
+    async with runtime(server.url, max_retries=3) as rt:
+        gen = await rt.generate(CHAT, grammar=COUNT)
+    assert gen.text == '{"n":1}' and len(server.bodies) == 4
+
+
+async def test_5xx_after_the_last_retry_is_a_server_error(serve):
+    server = serve(lambda h, body, hit: reply(h, 502, {"error": "down"}))
+    async with runtime(server.url, max_retries=2) as rt:
+        with pytest.raises(ServerError) as caught:
+            await rt.generate(CHAT)
+    assert caught.value.status == 502 and len(server.bodies) == 3
+
+
+async def test_4xx_is_never_retried(serve):
+    server = serve(lambda h, body, hit: reply(h, 400, {"error": "bad grammar"}))
+    async with runtime(server.url, max_retries=3) as rt:
+        with pytest.raises(ServerError, match="bad grammar") as caught:
+            await rt.generate(CHAT, grammar=COUNT)
+    assert caught.value.status == 400 and len(server.bodies) == 1
+
+
+async def test_connection_refused_is_a_connection_failure():
+    async with runtime(f"http://127.0.0.1:{free_port()}", max_retries=2) as rt:
+        with pytest.raises(ConnectionFailure):
+            await rt.generate(CHAT)
+        with pytest.raises(ConnectionFailure):
+            [piece async for piece in rt.stream(CHAT)]
+
+
+async def test_a_server_slower_than_the_timeout_is_a_generation_timeout(serve):
+    def slow(handler, body, hit):
+        time.sleep(1.5)
+        reply(handler, 200, completion('{"n":1}'))
+
+    server = serve(slow)
+    async with runtime(server.url, timeout=0.2, max_retries=0) as rt:
+        with pytest.raises(GenerationTimeout):
+            await rt.generate(CHAT)
+        with pytest.raises(GenerationTimeout):
+            [piece async for piece in rt.stream(CHAT)]
+
+
+def stream_events(events: list[bytes]) -> Behaviour:
+    def behaviour(handler, body, hit):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.end_headers()
+        for event in events:
+            handler.wfile.write(event)
+            handler.wfile.flush()
+        handler.close_connection = True
+
+    return behaviour
+
+
+async def test_a_stream_delivers_pieces_and_its_generation(serve):
+    events = [chunk('{"n":'), chunk("12"), chunk("}"), chunk(None, "stop"), b"data: [DONE]\n\n"]
+    server = serve(stream_events(events))
+    async with runtime(server.url) as rt:
+        stream = rt.stream(CHAT, grammar=COUNT)
+        pieces = [piece async for piece in stream]
+    assert pieces == ['{"n":', "12", "}"]
+    assert stream.generation.finish_reason == "grammar_complete"
+    assert server.bodies[0]["stream"] is True
+
+
+async def test_a_stream_cut_mid_document_is_an_error_not_a_document(serve):
+    server = serve(stream_events([chunk('{"n":'), chunk("12")]))
+    async with runtime(server.url) as rt:
+        stream = rt.stream(CHAT, grammar=COUNT)
+        with pytest.raises(StreamInterrupted) as caught:
+            [piece async for piece in stream]
+    assert caught.value.text == '{"n":12'
+    assert stream.generation is None
+    assert len(server.bodies) == 1  # pieces were already handed out: no silent retry
+
+
+async def test_a_stream_cut_mid_event_is_an_error(serve):
+    server = serve(stream_events([chunk('{"n":1}'), b'data: {"choices": [{"index": 0, "delta": {}, "finish_']))
+    async with runtime(server.url) as rt:
+        with pytest.raises(StreamInterrupted):
+            [piece async for piece in rt.stream(CHAT, grammar=COUNT)]
+
+
+async def test_a_stream_that_fails_before_any_piece_is_retried(serve):
+    good = stream_events([chunk('{"n":7}'), chunk(None, "stop"), b"data: [DONE]\n\n"])
+    server = serve(lambda h, body, hit: reply(h, 500, {"error": "warming up"}) if hit == 1 else good(h, body, hit))
+    async with runtime(server.url) as rt:
+        assert "".join([p async for p in rt.stream(CHAT, grammar=COUNT)]) == '{"n":7}'
+    assert len(server.bodies) == 2
+
+
+async def test_a_streamed_answer_the_grammar_rejects_is_reported(serve):
+    server = serve(stream_events([chunk("nope"), chunk(None, "stop"), b"data: [DONE]\n\n"]))
+    async with runtime(server.url) as rt:
+        with pytest.raises(GrammarIgnored):
+            [piece async for piece in rt.stream(CHAT, grammar=COUNT)]
+
+
+async def test_plain_strings_use_the_completions_endpoint(serve):
+    paths: list[str] = []
+
+    def behaviour(handler, body, hit):
+        paths.append(handler.path)
+        reply(handler, 200, {"choices": [{"index": 0, "text": " Paris", "finish_reason": "length"}]})
+
+    server = serve(behaviour)
+    async with runtime(server.url + "/v1") as rt:
+        gen = await rt.generate("The capital of France is", max_tokens=2)
+    assert paths == ["/v1/completions"] and server.bodies[0]["prompt"] == "The capital of France is"
+    assert (gen.text, gen.finish_reason) == (" Paris", "length")
+
+
+async def test_tools_are_listed_in_a_system_message(serve):
+    server = serve(lambda h, body, hit: reply(h, 200, completion("ok")))
+    tool = {"type": "function", "function": {"name": "lookup", "description": "Look up.",
+                                             "parameters": {"type": "object", "properties": {}}}}
+    async with runtime(server.url) as rt:
+        await rt.generate(CHAT, tools=[tool])
+    sent = server.bodies[0]["messages"]
+    assert sent[0]["role"] == "system" and "lookup: Look up." in sent[0]["content"] and sent[1:] == CHAT
+    assert "tools" not in server.bodies[0]
+
+
+async def test_json_schema_dialect_sends_the_source_schema(serve):
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": False}
+    server = serve(lambda h, body, hit: reply(h, 200, completion('{"n":5}')))
+    async with runtime(server.url, dialect="json_schema") as rt:
+        gen = await rt.generate(CHAT, grammar=grammar.from_json_schema(schema))
+        with pytest.raises(RuntimeFailure, match="not built from a JSON Schema"):
+            await rt.generate(CHAT, grammar=COUNT)
+    assert gen.finish_reason == "grammar_complete"
+    sent = server.bodies[0]["response_format"]
+    assert sent["type"] == "json_schema" and sent["json_schema"]["schema"] == schema and sent["json_schema"]["strict"]
+    assert "grammar" not in server.bodies[0]
