@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ._errors import CompileError
 from ._ir import Node, Rules, Ref
@@ -42,6 +43,7 @@ class Grammar:
         dropped: tuple[Dropped, ...] = (),
         ignored: tuple[Ignored, ...] = (),
         source: str = "",
+        schema: Any = None,
     ):
         if root not in rules:
             raise CompileError(f"start rule {root!r} is not defined", keyword="root")
@@ -52,6 +54,9 @@ class Grammar:
         self.dropped = tuple(dropped)
         self.ignored = tuple(ignored)
         self.source = source
+        # The JSON Schema this grammar was compiled from, if any: servers that take schemas
+        # rather than grammars are sent this.
+        self.schema = schema
 
     @property
     def root(self) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Literal, Sequence
 
 from ._errors import CompileError
 from ._grammar import Dropped, Grammar, Ignored, merge_rules
-from ._ir import ANY_CHAR, Node, alt, char_set, lit, negate, opt, plus, ref, repeat, seq, star
+from ._ir import ANY_CHAR, Node, alt, char_set, lit, negate, opt, ref, repeat, seq, star
 
 Envelope = Literal["json", "hermes"]
 
@@ -53,8 +53,7 @@ def arguments(
         schema = {**schema, "type": "object"}
     elif schema is True:
         schema = {"type": "object"}
-    g = from_json_schema(schema, lenient=lenient, whitespace=whitespace)
-    return g
+    return from_json_schema(schema, lenient=lenient, whitespace=whitespace)
 
 
 def _call_rules(
