@@ -190,6 +190,11 @@ class LocalRuntime(Runtime):
         return min(max_tokens, room)
 
 
+# Tokens of slack, beyond twice the last known distance to completion, within which each step
+# checks the distance again.
+_STEER_MARGIN = 16
+
+
 class _DecodeLoop:
     """One generation's token-by-token state: chosen ids, matcher, text decoder."""
 
@@ -200,6 +205,7 @@ class _DecodeLoop:
         self.matcher = matcher
         self.sampler = sampler
         self.sink = sink
+        self._distance: int | None = None  # the last computed distance to completion, in tokens
         self.token_ids: list[int] = []
         self.generated = 0  # tokens chosen, an end-of-sequence token included
         self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -222,20 +228,35 @@ class _DecodeLoop:
             return self._finish("grammar_complete")
         return self._finish("length")
 
+    def _near_budget(self, remaining: int) -> bool:
+        """Whether the budget is close enough to the last known distance to completion that
+        the distance must be checked at this step.
+
+        The exact distance costs a search over token-level states, so it is computed at the
+        first step and then only within a margin of the budget's end; one token seldom moves
+        the distance by more than a few, and the margin doubles with the distance.
+        """
+        return self._distance is None or remaining <= 2 * self._distance + _STEER_MARGIN
+
     def _choose(self, logits: Any, remaining: int) -> int:
         """The next token; under a grammar, one that still leaves room to finish the document."""
         matcher = self.matcher
         if matcher is None:
             return self.sampler.select(self.model._host_logits(logits))
-        if matcher.min_tokens_to_complete() >= remaining:
-            return self._shortest(matcher, self.model._host_logits(logits))
+        check = self._near_budget(remaining)
+        if check:
+            self._distance = matcher.min_tokens_to_complete()
+            if self._distance >= remaining:
+                return self._shortest(matcher, self.model._host_logits(logits))
         row, mask = self.model._masked_logits(logits, matcher)
         token = self.sampler.select(row, mask)
         if not matcher.accept_token(token):
             raise RuntimeFailure(f"the matcher refused token {token}, which its own mask allowed")
-        if not matcher.is_complete() and matcher.min_tokens_to_complete() > remaining - 1:
-            matcher.rollback(1)  # this token would leave too little budget to close the document
-            return self._shortest(matcher, row)
+        if check and not matcher.is_complete():
+            self._distance = matcher.min_tokens_to_complete()
+            if self._distance > remaining - 1:
+                matcher.rollback(1)  # this token would leave too little budget to close the document
+                return self._shortest(matcher, row)
         return token
 
     def _shortest(self, matcher: Matcher, row: np.ndarray) -> int:
