@@ -6,9 +6,10 @@ push a return state. A configuration is an NFA state plus a stack of return stat
 deterministic state is the closed set of configurations the input so far can be in: a DFA
 where the grammar is regular, a pushdown automaton (bounded in depth) where it recurses.
 
-States are built on first visit and numbered; `rows[s][b]` is the successor of state `s` on
-byte `b` (-1: dead). The matching numpy table `table` (one int32 row of 256 per state, -2 for
-rows not built yet) is what the vectorised token walk in `_compile` gathers from.
+States are built on first visit and numbered. Bytes the automaton never tells apart share a
+class (`class_of`); `rows[s][class_of[b]]` is the successor of state `s` on byte `b` (-1:
+dead), and the numpy `table` (one int32 row per state, one column per class, -2 for rows not
+built yet) is what the vectorised token walk in `_compile` gathers from.
 """
 
 from __future__ import annotations
@@ -306,7 +307,7 @@ class Automaton:
         self.index: dict[frozenset, int] = {}
         self.accepting: list[bool] = []
         self.rows: list[list[int] | None] = []
-        self.table = np.full((64, 256), UNBUILT, dtype=np.int32)
+        self.table = np.full((64, self.n_classes), UNBUILT, dtype=np.int16)
         self._moves: dict[frozenset, int] = {}
         self.start = self._intern(self._closure([(nfa.root_start, ())]))
 
@@ -379,7 +380,10 @@ class Automaton:
         self.rows.append(None)
         self.index[key] = sid  # type: ignore[index]
         if sid >= self.table.shape[0]:
-            grown = np.full((self.table.shape[0] * 2, 256), UNBUILT, dtype=np.int32)
+            rows = self.table.shape[0] * 2
+            # 16-bit state numbers while they fit: half the memory for most grammars.
+            dtype = np.int16 if rows <= np.iinfo(np.int16).max else np.int32
+            grown = np.full((rows, self.n_classes), UNBUILT, dtype=dtype)
             grown[: self.table.shape[0]] = self.table
             self.table = grown
         return sid
@@ -425,24 +429,29 @@ class Automaton:
                             bucket.append((t, stack))
             for c, moved in buckets.items():
                 succ[c] = self._successor(moved)
-        row_arr = np.asarray(succ, dtype=np.int32)[self.class_of]
-        self.table[s] = row_arr
-        row = row_arr.tolist()
-        self.rows[s] = row
-        return row
+        self.table[s] = succ
+        self.rows[s] = succ
+        return succ
 
     def step(self, s: int, byte: int) -> int:
         row = self.rows[s]
         if row is None:
             row = self.build(s)
-        return row[byte]
+        return row[self.class_list[byte]]
+
+    def byte_row(self, s: int) -> np.ndarray:
+        """The successor of `s` on each of the 256 bytes, as a numpy row."""
+        self.build(s)
+        return self.table[s][self.class_of]
 
     def walk(self, s: int, data: bytes) -> int:
+        cl = self.class_list
+        rows = self.rows
         for byte in data:
-            row = self.rows[s]
+            row = rows[s]
             if row is None:
                 row = self.build(s)
-            s = row[byte]
+            s = row[cl[byte]]
             if s < 0:
                 return DEAD
         return s

@@ -123,8 +123,7 @@ class CompiledGrammar:
     def _compute_mask(self, state: int) -> StateMask:
         t = self.tables
         a = self.automaton
-        a.build(state)
-        row_np = a.table[state]
+        row_np = a.byte_row(state)
         loop = self._loop_class(state, row_np)
         if loop is None:
             allowed = np.zeros(t.size, dtype=bool)
@@ -194,7 +193,8 @@ class CompiledGrammar:
         table = a.table
         lens = t.lens
         matrix = t.matrix
-        cur = table[state][matrix[0, idx]]
+        class_of = a.class_of
+        cur = table[state][class_of[matrix[0, idx]]]
         ok = cur >= 0
         idx, cur = idx[ok], cur[ok]
         p = 1
@@ -208,13 +208,14 @@ class CompiledGrammar:
                 cur = cur[keep]
                 if not idx.size:
                     break
-            nxt = table[cur, matrix[p, idx]]
+            cls = class_of[matrix[p, idx]]
+            nxt = table[cur, cls]
             unbuilt = nxt == UNBUILT
             if np.count_nonzero(unbuilt):
                 for s in set(cur[unbuilt].tolist()):
                     a.build(s)
                 table = a.table
-                nxt = table[cur, matrix[p, idx]]
+                nxt = table[cur, cls]
             ok = nxt >= 0
             idx = idx[ok]
             cur = nxt[ok]
@@ -234,10 +235,9 @@ class CompiledGrammar:
             if not shape:
                 return s == state
             lo, hi = shape[0]
-            row = a.build(s)
             seen = set()
             for b in a.representatives(lo, hi):
-                nxt = row[b]
+                nxt = a.step(s, b)
                 if nxt < 0:
                     return False
                 if nxt not in seen:
@@ -288,8 +288,7 @@ class CompiledGrammar:
         if self.automaton.accepting[state]:
             return self.tables.eos_ids
         t = self.tables
-        self.automaton.build(state)
-        positions, ends = self._walk(state, self._first_byte_positions(self.automaton.table[state]))
+        positions, ends = self._walk(state, self._first_byte_positions(self.automaton.byte_row(state)))
         long_ids, long_ends = [], []
         for tid in t.long_ids.tolist():
             v = self.automaton.walk(state, t.token_bytes[tid])
