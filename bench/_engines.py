@@ -220,8 +220,8 @@ class OutlinesCore(Engine):
         for i, t in enumerate(vocab.tokens):
             if i not in special and t:
                 table.setdefault(t, []).append(i)
-        self.vocabulary = self.oc.Vocabulary(min(vocab.eos_ids), table)
-        self.size = vocab.size
+        self.eos = min(vocab.eos_ids)
+        self.vocabulary = self.oc.Vocabulary(self.eos, table)
         return time.perf_counter() - start
 
     def compile(self, schema: Any) -> Any:
@@ -237,6 +237,10 @@ class OutlinesCore(Engine):
         matcher.write_mask_into(bitmask.ctypes.data, bitmask.size, bitmask.itemsize)
 
     def accept(self, matcher: Any, token: int) -> None:
+        if token == self.eos:  # a finished guide has no transition on EOS: it simply stops
+            if not matcher.is_finished():
+                raise AssertionError(f"{self.name} is not finished at EOS")
+            return
         matcher.advance(token)
 
     def step(self, matcher: Any, bitmask: np.ndarray, logits: np.ndarray) -> int:
