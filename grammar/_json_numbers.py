@@ -1,0 +1,404 @@
+"""JSON number texts whose values lie in a range, as digit automata in the IR.
+
+The validator compares numbers as Python does: an integer text parses to an exact `int`, any
+text with a fraction or an exponent to a rounded `float`, and `int`/`float` comparisons are
+exact. So integer texts are bounded exactly, and fractional texts are bounded by the nearest
+doubles inside the range (rounding is monotone, so a decimal at or past a double bound rounds to
+a float at or past it). Exponent forms are only produced where no bound can be crossed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
+from fractions import Fraction
+from typing import Callable
+
+from ._errors import CompileError, LimitError
+from ._ir import EMPTY, NOTHING, Node, alt, chars, lit, opt, plus, ref, repeat, seq, star
+
+DIGIT = chars([(0x30, 0x39)])
+NONZERO = chars([(0x31, 0x39)])
+MAX_MODULUS = 10_000
+MAX_DIGITS = 400
+
+# Texts of every JSON number, as json.loads reads them.
+UNSIGNED_INT = alt(lit("0"), seq(NONZERO, star(DIGIT)))
+FRACTION = seq(lit("."), plus(DIGIT))
+EXPONENT = seq(chars([(0x45, 0x45), (0x65, 0x65)]), opt(chars([(0x2B, 0x2B), (0x2D, 0x2D)])), plus(DIGIT))
+UNSIGNED_NUMBER = seq(UNSIGNED_INT, opt(FRACTION), opt(EXPONENT))
+ANY_INTEGER = seq(opt(lit("-")), UNSIGNED_INT)
+ANY_NUMBER = seq(opt(lit("-")), UNSIGNED_NUMBER)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One numeric bound from a schema: its exact value and whether it excludes itself."""
+
+    value: Fraction
+    exclusive: bool
+    raw: int | float
+
+    @staticmethod
+    def of(raw: int | float, exclusive: bool, pointer: str, keyword: str) -> "Bound":
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+            raise CompileError(f"{keyword} must be a number, not {raw!r}", keyword=keyword, pointer=pointer)
+        if isinstance(raw, float) and not math.isfinite(raw):
+            raise CompileError(f"{keyword} is not finite", keyword=keyword, pointer=pointer)
+        return Bound(Fraction(raw), exclusive, raw)
+
+
+def tighter_lower(a: Bound | None, b: Bound | None) -> Bound | None:
+    if a is None or b is None:
+        return a or b
+    if a.value != b.value:
+        return a if a.value > b.value else b
+    return a if a.exclusive else b
+
+
+def tighter_upper(a: Bound | None, b: Bound | None) -> Bound | None:
+    if a is None or b is None:
+        return a or b
+    if a.value != b.value:
+        return a if a.value < b.value else b
+    return a if a.exclusive else b
+
+
+def integer_range(lo: Bound | None, hi: Bound | None) -> tuple[int | None, int | None]:
+    """The inclusive integer bounds equivalent to `lo`/`hi` (None: unbounded)."""
+    ilo = ihi = None
+    if lo is not None:
+        ilo = math.floor(lo.value) + 1 if lo.exclusive else math.ceil(lo.value)
+    if hi is not None:
+        ihi = math.ceil(hi.value) - 1 if hi.exclusive else math.floor(hi.value)
+    return ilo, ihi
+
+
+def contains_number(value: int | float, lo: Bound | None, hi: Bound | None) -> bool:
+    """Whether the validator finds `value` within the bounds (Python's exact comparison)."""
+    if lo is not None and (value <= lo.raw if lo.exclusive else value < lo.raw):
+        return False
+    if hi is not None and (value >= hi.raw if hi.exclusive else value > hi.raw):
+        return False
+    return True
+
+
+# --- integers --------------------------------------------------------------------------------
+
+
+class _Digits:
+    """Canonical decimal texts (no leading zeros) of naturals in a range, divisible by `k`.
+
+    Built as a left-to-right automaton whose state is (digits left, tight on the low bound,
+    tight on the high bound, remainder mod k). States free of both bounds are shared as named
+    rules when k > 1, so a modulus costs O(digits * k) rules, not a tree per path.
+    """
+
+    def __init__(self, k: int, rule: Callable[[str, Node], Node], tag: str):
+        self.k = k
+        self.rule = rule
+        self.tag = tag
+        self.free: dict[tuple[int, int], Node] = {}
+
+    def free_suffix(self, n: int, need: int) -> Node:
+        """All n-digit strings s (leading zeros allowed) with int(s) % k == need."""
+        if self.k == 1:
+            return repeat(DIGIT, n, n)
+        if n == 0:
+            return EMPTY if need == 0 else NOTHING
+        key = (n, need)
+        if key not in self.free:
+            self.free[key] = NOTHING  # placeholder: the recursion never returns to (n, need)
+            p = pow(10, n - 1, self.k)
+            groups: dict[int, list[int]] = {}
+            for d in range(10):
+                groups.setdefault((need - d * p) % self.k, []).append(d)
+            body = alt(
+                *(
+                    seq(_digit_class(ds), self.free_suffix(n - 1, rest))
+                    for rest, ds in sorted(groups.items())
+                )
+            )
+            self.free[key] = self.rule(f"{self.tag}-{n}-{need}", body)
+        return self.free[key]
+
+    def between(self, lo: str, hi: str, need: int) -> Node:
+        """Strings s of len(lo) == len(hi) digits with lo <= s <= hi and int(s) % k == need."""
+        n = len(lo)
+        if n == 0:
+            return EMPTY if need == 0 else NOTHING
+        if lo == "0" * n and hi == "9" * n:
+            return self.free_suffix(n, need)
+        p = pow(10, n - 1, self.k)
+        a, b = int(lo[0]), int(hi[0])
+        parts = []
+        for d in range(a, b + 1):
+            rest_need = (need - d * p) % self.k
+            sub_lo = lo[1:] if d == a else "0" * (n - 1)
+            sub_hi = hi[1:] if d == b else "9" * (n - 1)
+            parts.append((d, sub_lo, sub_hi, rest_need))
+        # Digits strictly inside (a, b) lead to free suffixes: group them by remainder.
+        out: list[Node] = []
+        inner: dict[int, list[int]] = {}
+        for d, sub_lo, sub_hi, rest_need in parts:
+            if a < d < b:
+                inner.setdefault(rest_need, []).append(d)
+            else:
+                out.append(seq(lit(str(d)), self.between(sub_lo, sub_hi, rest_need)))
+        for rest_need, ds in sorted(inner.items()):
+            out.append(seq(_digit_class(ds), self.free_suffix(n - 1, rest_need)))
+        return alt(*out)
+
+    def naturals(self, lo: int, hi: int | None) -> Node:
+        """Canonical texts of naturals lo <= n <= hi (hi None: unbounded) with n % k == 0."""
+        if hi is not None and hi < lo:
+            return NOTHING
+        parts: list[Node] = []
+        if lo == 0:
+            parts.append(lit("0"))
+            lo = 1
+        if hi is not None and hi < lo:
+            return alt(*parts)
+        la = len(str(lo))
+        lb = len(str(hi)) if hi is not None else la
+        if max(la, lb) > MAX_DIGITS:
+            raise LimitError(f"numeric bound has more than {MAX_DIGITS} digits")
+        for length in range(la, lb + 1):
+            a = max(lo, 10 ** (length - 1))
+            b = 10**length - 1 if hi is None else min(hi, 10**length - 1)
+            if a <= b:
+                parts.append(self.between(str(a), str(b), 0))
+        if hi is None:
+            parts.append(self.unbounded_longer(la))
+        return alt(*parts)
+
+    def unbounded_longer(self, shortest: int) -> Node:
+        """Canonical texts with more than `shortest` digits, divisible by k."""
+        if self.k == 1:
+            return seq(NONZERO, repeat(DIGIT, shortest, None))
+        # Remainder automaton, left to right: R_r reads the rest of a number whose prefix is r.
+        names = {r: f"{self.tag}-mod-{r}" for r in range(self.k)}
+        for r in range(self.k):
+            groups: dict[int, list[int]] = {}
+            for d in range(10):
+                groups.setdefault((r * 10 + d) % self.k, []).append(d)
+            body = alt(
+                EMPTY if r == 0 else NOTHING,
+                *(seq(_digit_class(ds), ref(names[t])) for t, ds in sorted(groups.items())),
+            )
+            self.rule(names[r], body)
+        # First `shortest + 1` digits fixed in count, then the remainder automaton.
+        starts: list[Node] = []
+        for first in range(1, 10):
+            for r in range(self.k):
+                prefix = self._prefix_with_remainder(first, shortest, r)
+                if prefix != NOTHING:
+                    starts.append(seq(prefix, ref(names[r])))
+        return alt(*starts)
+
+    def _prefix_with_remainder(self, first: int, tail: int, r: int) -> Node:
+        """`first` then `tail` free digits, the whole having remainder r mod k."""
+        p = pow(10, tail, self.k)
+        need = (r - first * p) % self.k
+        return seq(lit(str(first)), self.free_suffix(tail, need))
+
+
+def _digit_class(ds: list[int]) -> Node:
+    return chars((0x30 + d, 0x30 + d) for d in ds)
+
+
+def integer_texts(
+    lo: int | None, hi: int | None, modulus: int = 1, *, rule: Callable[[str, Node], Node], tag: str
+) -> Node:
+    """Canonical JSON texts of the integers n with lo <= n <= hi and n % modulus == 0."""
+    if modulus < 1:
+        raise CompileError("multipleOf must be positive", keyword="multipleOf")
+    if modulus > MAX_MODULUS:
+        raise LimitError(f"multipleOf {modulus} is above the supported {MAX_MODULUS}", keyword="multipleOf")
+    if lo is None and hi is None and modulus == 1:
+        return ANY_INTEGER
+    digits = _Digits(modulus, rule, tag)
+    parts: list[Node] = []
+    if hi is None or hi >= 0:
+        parts.append(digits.naturals(max(lo, 0) if lo is not None else 0, hi))
+    if lo is None or lo < 0:
+        top = -1 if hi is None else min(hi, -1)
+        parts.append(seq(lit("-"), digits.naturals(-top, None if lo is None else -lo)))
+    return alt(*parts)
+
+
+# --- fractional texts ------------------------------------------------------------------------
+
+
+def _decimal_digits(x: Fraction) -> tuple[int, str]:
+    """Integer part and exact fractional digits (no trailing zeros) of a dyadic x >= 0."""
+    whole = math.floor(x)
+    frac = x - whole
+    digits = []
+    while frac:
+        frac *= 10
+        d = math.floor(frac)
+        digits.append(str(d))
+        frac -= d
+        if len(digits) > 1100:
+            raise LimitError("numeric bound has too many fractional digits")
+    return whole, "".join(digits)
+
+
+def _fraction_at_least(f: str) -> Node:
+    """Non-empty fraction digit strings F with 0.F >= 0.f."""
+    if not f:
+        return plus(DIGIT)
+    parts = [seq(lit(f), star(DIGIT))]
+    for j, c in enumerate(f):
+        if c != "9":
+            parts.append(seq(lit(f[:j]), chars([(ord(c) + 1, 0x39)]), star(DIGIT)))
+    return alt(*parts)
+
+
+def _fraction_at_most(f: str) -> Node:
+    """Non-empty fraction digit strings F with 0.F <= 0.f."""
+    if not f:
+        return plus(lit("0"))
+    parts = []
+    for j, c in enumerate(f):
+        if c != "0":
+            parts.append(seq(lit(f[:j]), chars([(0x30, ord(c) - 1)]), star(DIGIT)))
+        prefix = f[: j + 1]
+        parts.append(seq(lit(prefix), star(lit("0"))))
+    return alt(*parts)
+
+
+def _fraction_between(f: str, g: str) -> Node:
+    """Non-empty F with 0.f <= 0.F <= 0.g (f <= g as decimals)."""
+    if not f:
+        return _fraction_at_most(g)
+    if not g:
+        return NOTHING
+    # Split on the first digit.
+    a, b = int(f[0]), int(g[0])
+    parts: list[Node] = []
+    if a == b:
+        rest_f, rest_g = f[1:], g[1:]
+        if not rest_g:
+            # 0.F <= 0.d exactly: F = d 0*
+            return seq(lit(f[0]), star(lit("0"))) if not rest_f else NOTHING
+        tail = _fraction_between(rest_f, rest_g)
+        head = [seq(lit(f[0]), tail)]
+        if not rest_f:
+            head.append(lit(f[0]))
+        return alt(*head)
+    # First digit a: 0.F >= 0.f within a's block.
+    rest_f = f[1:]
+    parts.append(seq(lit(f[0]), _fraction_at_least(rest_f)) if rest_f else seq(lit(f[0]), star(DIGIT)))
+    if b - a > 1:
+        parts.append(seq(chars([(0x30 + a + 1, 0x30 + b - 1)]), star(DIGIT)))
+    rest_g = g[1:]
+    parts.append(seq(lit(g[0]), opt(_fraction_at_most(rest_g))) if rest_g else seq(lit(g[0]), star(lit("0"))))
+    return alt(*parts)
+
+
+def _fractional_magnitudes(lo: Fraction, hi: Fraction | None, rule, tag: str) -> Node:
+    """Texts I.F (I canonical, F non-empty) with lo <= I.F <= hi, exact decimal comparison."""
+    if hi is not None and hi < lo:
+        return NOTHING
+    lo_int, lo_frac = _decimal_digits(lo)
+    if hi is None:
+        parts = [seq(lit(str(lo_int)), lit("."), _fraction_at_least(lo_frac))]
+        parts.append(seq(integer_texts(lo_int + 1, None, rule=rule, tag=tag), FRACTION))
+        return alt(*parts)
+    hi_int, hi_frac = _decimal_digits(hi)
+    if lo_int == hi_int:
+        return seq(lit(str(lo_int)), lit("."), _fraction_between(lo_frac, hi_frac))
+    parts = [seq(lit(str(lo_int)), lit("."), _fraction_at_least(lo_frac))]
+    if hi_int - lo_int > 1:
+        parts.append(seq(integer_texts(lo_int + 1, hi_int - 1, rule=rule, tag=tag), FRACTION))
+    parts.append(seq(lit(str(hi_int)), lit("."), _fraction_at_most(hi_frac)))
+    return alt(*parts)
+
+
+TINY = Fraction(1, 10**20)
+
+
+def _decimal_inside(b: Bound, *, lower: bool) -> Fraction | None:
+    """A short decimal D inside bound `b` such that every decimal at or past D rounds, as a
+    double, to a float the validator finds inside `b` (None: no double is inside).
+
+    The nearest double inside the bound is found first; D is then rounded inwards to 17
+    significant digits (and kept away from zero by at least 1e-20, where underflow lurks).
+    """
+    step = math.inf if lower else -math.inf
+    try:
+        f = float(b.raw)
+    except OverflowError:
+        f = step if (b.value > 0) == lower else -step
+    if math.isinf(f):
+        if (f > 0) == lower:
+            return None
+        f = math.nextafter(f, step)
+    while (Fraction(f) < b.value if lower else Fraction(f) > b.value) or (b.exclusive and Fraction(f) == b.value):
+        f = math.nextafter(f, step)
+        if math.isinf(f):
+            return None
+    # Decimals past the midpoint between f and the double just outside round to f or beyond.
+    outside = math.nextafter(f, -step)
+    exact = Fraction(f)
+    edge = exact if math.isinf(outside) else (exact + Fraction(outside)) / 2
+    with localcontext() as ctx:
+        ctx.prec = 17
+        ctx.rounding = ROUND_CEILING if lower else ROUND_FLOOR
+        d = Decimal(edge.numerator) / Decimal(edge.denominator)
+        if edge != exact and Fraction(d) == edge:
+            d = ctx.next_plus(d) if lower else ctx.next_minus(d)
+        short = Fraction(d)
+    if lower and 0 < short < TINY:
+        short = TINY
+    if not lower and -TINY < short < 0:
+        short = -TINY
+    return short
+
+
+def number_texts(
+    lo: Bound | None,
+    hi: Bound | None,
+    *,
+    integers: bool = True,
+    fractions: bool = True,
+    modulus: int = 1,
+    rule: Callable[[str, Node], Node],
+    tag: str,
+) -> Node:
+    """JSON texts of numbers the validator finds within `lo`..`hi` (and multiples of `modulus`).
+
+    `integers`: integer texts (exact `int`s), multiples of `modulus`. `fractions`: texts with a
+    fraction or exponent (`float`s; never with a modulus), exponent forms only on a side of zero
+    no bound limits.
+    """
+    ilo, ihi = integer_range(lo, hi)
+    ints = integer_texts(ilo, ihi, modulus, rule=rule, tag=tag) if integers else NOTHING
+    if not fractions or modulus != 1:
+        return ints
+    if lo is None and hi is None:
+        return alt(ints, seq(opt(lit("-")), UNSIGNED_INT, alt(seq(FRACTION, opt(EXPONENT)), EXPONENT)))
+    dlo = _decimal_inside(lo, lower=True) if lo is not None else None
+    dhi = _decimal_inside(hi, lower=False) if hi is not None else None
+    if (lo is not None and dlo is None) or (hi is not None and dhi is None):
+        return ints
+    parts = [ints]
+    zero = Fraction(0)
+    unsigned_fractional = seq(UNSIGNED_INT, alt(seq(FRACTION, opt(EXPONENT)), EXPONENT))
+    # Non-negative texts: magnitudes in [max(dlo, 0), dhi].
+    if dhi is None or dhi >= zero:
+        if dhi is None and (dlo is None or dlo <= zero):
+            parts.append(unsigned_fractional)
+        else:
+            parts.append(_fractional_magnitudes(max(dlo, zero) if dlo is not None else zero, dhi, rule, tag + "p"))
+    # Negative texts "-m": values -m in [dlo, dhi], so m in [max(-dhi, 0), -dlo].
+    if dlo is None or dlo <= zero:
+        if dlo is None and (dhi is None or dhi >= zero):
+            parts.append(seq(lit("-"), unsigned_fractional))
+        else:
+            mlo = max(-dhi, zero) if dhi is not None else zero
+            parts.append(seq(lit("-"), _fractional_magnitudes(mlo, -dlo if dlo is not None else None, rule, tag + "n")))
+    return alt(*parts)

@@ -1,0 +1,1640 @@
+"""JSON Schema -> grammar IR, sound against the `jsonschema` validator.
+
+The validator is the meaning: `validator_for(schema, default=Draft202012Validator)(schema,
+format_checker=<that class's FORMAT_CHECKER>)`. Every text the grammar accepts parses to a value
+that validator accepts; a keyword that cannot be enforced so is a `CompileError` naming the keyword
+and its JSON pointer (or, with `lenient=True`, dropped and listed on `Grammar.dropped`).
+
+How a schema becomes rules:
+- a *conjunction* of subschemas (a list of `Place`s) is the unit: `$ref`, `allOf` and `not` are
+  expanded into more conjuncts (`_flatten`); `anyOf`, `oneOf`, `if` and dependencies branch, each
+  branch a conjunction of the rest with one alternative (`_alternatives`);
+- a conjunction without branches merges into one `Facets` record (per-type constraints), lowered
+  to text by type: objects in declared property order, arrays by position, strings through the
+  JSON-escaping homomorphism, numbers as digit automata;
+- each conjunction is memoized as a named rule, so `$ref` cycles become recursive rules.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from fractions import Fraction
+from dataclasses import dataclass, field
+from itertools import permutations, product
+
+from . import _json_lang as lang
+from ._errors import CompileError, LimitError
+from ._grammar import Dropped, Grammar, Ignored
+from ._ir import (
+    ANY_CHAR,
+    EMPTY,
+    NOTHING,
+    Alt,
+    Chars,
+    Lit,
+    Node,
+    Repeat,
+    Seq,
+    alt,
+    char_set,
+    lit,
+    opt,
+    ref,
+    repeat,
+    seq,
+    walk,
+)
+from ._json_formats import format_language, is_checked
+from ._json_numbers import ANY_NUMBER, Bound, contains_number, number_texts, tighter_lower, tighter_upper
+from ._json_refs import DRAFT4, DRAFT2020, LEGACY, Document, Place
+from ._json_strings import ANY_STRING, encode, excluding, excluding_text, quoted, string_text
+
+MAX_RULES = 50_000
+MAX_ALTERNATIVES = 256
+MAX_DEPTH = 200
+MAX_REPEAT = 100_000
+MAX_PATTERN_SUBSETS = 4
+MAX_DEPENDENCIES = 6
+MAX_COUNT_STATES = 4_000
+MAX_NEGATION_DEPTH = 6
+LENGTH_CAP = 512  # longest string an automaton-built string language allows
+SMALL_LENGTH = 64  # up to this maxLength, patterns and lengths are intersected exactly
+_ANY_DECODED = repeat(ANY_CHAR, 0, None)
+
+KINDS = ("null", "boolean", "int", "frac", "string", "array", "object")
+_TYPE_KINDS = {
+    "null": {"null"},
+    "boolean": {"boolean"},
+    "integer": {"int"},
+    "number": {"int", "frac"},
+    "string": {"string"},
+    "array": {"array"},
+    "object": {"object"},
+}
+
+# The keywords each dialect's validator acts on; everything else is an annotation to it.
+_COMMON = {
+    "$ref", "additionalProperties", "allOf", "anyOf", "enum", "format", "maxItems", "maxLength",
+    "maxProperties", "maximum", "minItems", "minLength", "minProperties", "minimum", "multipleOf",
+    "not", "oneOf", "pattern", "patternProperties", "properties", "required", "type", "uniqueItems",
+}
+_D6 = _COMMON | {"additionalItems", "const", "contains", "dependencies", "exclusiveMaximum", "exclusiveMinimum", "items", "propertyNames"}
+VALIDATORS: dict[str, frozenset[str]] = {
+    "draft4": frozenset(_COMMON | {"additionalItems", "dependencies", "items"}),
+    "draft6": frozenset(_D6),
+    "draft7": frozenset(_D6 | {"if"}),
+    "draft2019-09": frozenset(
+        (_D6 - {"dependencies"})
+        | {"if", "$recursiveRef", "dependentRequired", "dependentSchemas", "unevaluatedItems", "unevaluatedProperties"}
+    ),
+    "draft2020-12": frozenset(
+        (_D6 - {"dependencies", "additionalItems"})
+        | {"if", "$dynamicRef", "dependentRequired", "dependentSchemas", "prefixItems", "unevaluatedItems", "unevaluatedProperties"}
+    ),
+}
+# Keywords that branch a conjunction (handled by `_alternatives`, in schema order).
+_BRANCHING = ("anyOf", "oneOf", "if", "dependencies", "dependentRequired", "dependentSchemas")
+_ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems")
+_OBJECT_KEYWORDS = ("properties", "patternProperties", "additionalProperties")
+
+
+class _Cyclic(Exception):
+    """A conjunction's alternatives were needed while being computed (a recursive oneOf)."""
+
+
+class _Internal(str):
+    """A key only the compiler writes into schemas it builds (never equal to a JSON key)."""
+
+    def __eq__(self, other):
+        return self is other
+
+    def __hash__(self):
+        return id(self)
+
+
+ALL = _Internal("all")  # value: list of Places, a conjunction
+ONLY_KINDS = _Internal("kinds")  # value: set of kinds
+NOT_VALUES = _Internal("not-values")  # value: list of JSON values
+NOT_PATTERN = _Internal("not-pattern")  # value: (pattern, pointer)
+# value: (names, patterns): the object has a key that is none of the names and matches none of
+# the patterns (the negation of additionalProperties: false).
+HAS_OTHER_KEY = _Internal("has-other-key")
+MAX_OTHER_KEY = 3
+
+
+def any_json(*, whitespace: int | None = None) -> Grammar:
+    """Any JSON value (compact, or with at most `whitespace` blanks between tokens)."""
+    return from_json_schema(True, whitespace=whitespace)
+
+
+def from_json_schema(
+    schema: dict | bool | str, *, lenient: bool = False, whitespace: int | None = None
+) -> Grammar:
+    """The grammar of the JSON texts of the values `schema` accepts.
+
+    `schema` may be JSON text. Output is compact JSON unless `whitespace` allows up to that many
+    blanks between tokens. Objects keep the schema's property order (optional ones may be
+    skipped; extra keys, where allowed, follow the declared ones).
+    """
+    source = "json-schema"
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as e:
+            raise CompileError(f"schema is not valid JSON: {e}", keyword="$schema", pointer="") from None
+    if not isinstance(schema, (dict, bool)):
+        raise CompileError("a schema must be an object or a boolean", pointer="")
+    if whitespace is not None and (not isinstance(whitespace, int) or whitespace < 0):
+        raise CompileError("whitespace must be a non-negative integer or None", keyword="whitespace")
+    compiler = _Compiler(schema, lenient=lenient, whitespace=whitespace or 0)
+    root = compiler.compile_root()
+    return Grammar(
+        compiler.rules | {"root": root},
+        "root",
+        dropped=tuple(compiler.dropped),
+        ignored=tuple(compiler.ignored),
+        source=source,
+        schema=schema,
+    )
+
+
+# --- merged constraints ---------------------------------------------------------------------------
+
+
+@dataclass
+class _ObjectFacet:
+    """One subschema's object keywords: the schema a key gets is its `properties` entry, else its
+    matching `patternProperties`, else `additionalProperties`."""
+
+    props: dict[str, Place]
+    patterns: list[tuple[str, Place]]
+    additional: Place | None
+    pointer: str
+
+    def schemas_for(self, key: str) -> list[Place]:
+        declared = [self.props[key]] if key in self.props else []
+        matched = [p for pat, p in self.patterns if re.search(pat, key)]
+        if declared or matched:
+            return declared + matched
+        return [self.additional] if self.additional is not None else []
+
+
+@dataclass
+class _ArrayFacet:
+    prefix: list[Place]
+    rest: Place | None  # None: any item
+
+
+@dataclass
+class Facets:
+    """The constraints of a conjunction with no branches left, by JSON type."""
+
+    dialect: str
+    kinds: set[str] = field(default_factory=lambda: set(KINDS))
+    values: list | None = None
+    not_values: list = field(default_factory=list)
+    min_len: int = 0
+    max_len: int | None = None
+    patterns: list[tuple[str, str]] = field(default_factory=list)
+    not_patterns: list[tuple[str, str]] = field(default_factory=list)
+    formats: list[tuple[str, str]] = field(default_factory=list)
+    lo: Bound | None = None
+    hi: Bound | None = None
+    multiples: list[int] = field(default_factory=list)
+    arrays: list[_ArrayFacet] = field(default_factory=list)
+    min_items: int = 0
+    max_items: int | None = None
+    unique: str | None = None
+    objects: list[_ObjectFacet] = field(default_factory=list)
+    required: list[str] = field(default_factory=list)
+    names: list[Place] = field(default_factory=list)
+    min_props: int = 0
+    max_props: int | None = None
+    other_keys: list[tuple[frozenset[str], tuple[str, ...]]] = field(default_factory=list)
+    pointer: str = ""
+
+
+def json_equal(a, b) -> bool:
+    """Equality as the validator's `enum`/`const` see it (booleans apart from numbers)."""
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return a == b
+
+
+def _kind_of(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "frac"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    raise TypeError(f"not a JSON value: {value!r}")
+
+
+def _is_json_value(value) -> bool:
+    if value is None or isinstance(value, (bool, int, str)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_is_json_value(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_json_value(v) for k, v in value.items())
+    return False
+
+
+def _node_lengths(node: Node) -> tuple[int, int | None]:
+    """Shortest and longest match of a reference-free node, in code points."""
+    if isinstance(node, Lit):
+        return len(node.text), len(node.text)
+    if isinstance(node, Chars):
+        return 1, 1
+    if isinstance(node, Seq):
+        lo, hi = 0, 0
+        for item in node.items:
+            a, b = _node_lengths(item)
+            lo += a
+            hi = None if hi is None or b is None else hi + b
+        return lo, hi
+    if isinstance(node, Alt):
+        if not node.items:
+            return 0, 0
+        spans = [_node_lengths(i) for i in node.items]
+        his = [b for _, b in spans]
+        return min(a for a, _ in spans), None if None in his else max(his)
+    if isinstance(node, Repeat):
+        a, b = _node_lengths(node.item)
+        hi = None if node.max is None or b is None else b * node.max
+        return a * node.min, hi
+    raise LimitError("string language refers to a rule")
+
+
+# --- the compiler ---------------------------------------------------------------------------------
+
+
+class _Compiler:
+    def __init__(self, schema: dict | bool, *, lenient: bool, whitespace: int):
+        self.lenient = lenient
+        self.document = Document(schema)
+        self.root_dialect = self.document.root.dialect
+        self.rules: dict[str, Node] = {}
+        self.dropped: list[Dropped] = []
+        self.ignored: list[Ignored] = []
+        self._seen_ignored: set[tuple[str, str]] = set()
+        self._seen_dropped: set[tuple[str, str]] = set()
+        self.ws = repeat(char_set(" \t\n\r"), 0, whitespace) if whitespace else EMPTY
+        self._compiled: dict[tuple, Node] = {}
+        self._pending: dict[tuple, str] = {}
+        self._recursive: set[str] = set()
+        self._alternatives: dict[tuple, list[Facets]] = {}
+        self._expanding: set[tuple] = set()
+        self._negations: dict[tuple, Place | None] = {}
+        self._inexact: set[tuple] = set()
+        self._fabricated: list[dict] = []
+        self._exclusions: dict[frozenset[str], Node] = {}
+        self._regex: dict[str, Node] = {}
+        self._counter = 0
+        self._depth = 0
+        self._any_value: Node | None = None
+        self._to_encode: list[str] = []
+
+    # --- bookkeeping -------------------------------------------------------------------------
+
+    def name(self, tag: str) -> str:
+        self._counter += 1
+        return f"{tag}-{self._counter}"
+
+    def rule(self, name: str, node: Node) -> Node:
+        if len(self.rules) >= MAX_RULES:
+            raise LimitError(f"schema needs more than {MAX_RULES} grammar rules")
+        self.rules[name] = node
+        return ref(name)
+
+    def refuse(self, message: str, keyword: str, pointer: str) -> None:
+        """A keyword that can't be enforced: an error, or (lenient) a recorded drop."""
+        if not self.lenient:
+            raise CompileError(message, keyword=keyword, pointer=pointer)
+        if (keyword, pointer) not in self._seen_dropped:
+            self._seen_dropped.add((keyword, pointer))
+            self.dropped.append(Dropped(keyword, pointer, message))
+
+    def ignore(self, keyword: str, pointer: str) -> None:
+        if (keyword, pointer) not in self._seen_ignored:
+            self._seen_ignored.add((keyword, pointer))
+            self.ignored.append(Ignored(keyword, pointer))
+
+    def child(self, place: Place, *path: str | int) -> Place:
+        """A subschema's place; schemas the compiler writes may hold places directly."""
+        value = place.schema
+        for token in path:
+            value = value[token]
+        if isinstance(value, Place):
+            return value
+        return self.document.child(place, *path)
+
+    def fabricate(self, origin: Place, schema: dict) -> Place:
+        """A place for a schema the compiler wrote (read as 2020-12, references already resolved)."""
+        self._fabricated.append(schema)  # kept alive: places are keyed by id()
+        return Place(schema, origin.pointer, origin.base, DRAFT2020)
+
+    # --- entry -------------------------------------------------------------------------------
+
+    def compile_root(self) -> Node:
+        root = self.compile_conj([self.document.root])
+        self.finish()
+        return root
+
+    def compile_conj(self, conj: list[Place]) -> Node:
+        """The JSON texts of values satisfying every place in `conj`, memoized as a rule."""
+        key = tuple(p.key for p in conj)
+        if key in self._compiled:
+            return self._compiled[key]
+        if key in self._pending:
+            name = self._pending[key]
+            self._recursive.add(name)
+            return ref(name)
+        if not conj or all(p.schema is True or p.schema == {} for p in conj):
+            return self.any_value()
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise LimitError("schema nests too deeply", pointer=conj[0].pointer)
+        name = self.name("v")
+        self._pending[key] = name
+        try:
+            node = alt(*(self.lower(f) for f in self.alternatives(conj)))
+        finally:
+            del self._pending[key]
+            self._depth -= 1
+        if name in self._recursive or _size(node) > 40:
+            self._compiled[key] = self.rule(name, node)
+        else:
+            self._compiled[key] = node
+        return self._compiled[key]
+
+    # --- flattening: $ref, allOf, not ---------------------------------------------------------
+
+    def flatten(self, conj: list[Place]) -> tuple[list[Place], list[tuple[str, Place]]] | None:
+        """Expand `$ref`, `allOf` and `not` into more conjuncts. Returns the conjuncts and the
+        branching keywords still to distribute, or None if the conjunction is `false`."""
+        facets: list[Place] = []
+        branching: list[tuple[str, Place]] = []
+        seen: set[tuple] = set()
+
+        def visit(place: Place, path: tuple) -> bool:
+            if place.key in path:
+                raise CompileError(
+                    "$ref/allOf cycle that never reaches a value (the validator recurses forever)",
+                    keyword="$ref",
+                    pointer=place.pointer,
+                )
+            if place.key in seen:
+                return True
+            seen.add(place.key)
+            schema = place.schema
+            if schema is True:
+                return True
+            if schema is False:
+                return False
+            if not isinstance(schema, dict):
+                raise CompileError("a schema must be an object or a boolean", pointer=place.pointer)
+            path = path + (place.key,)
+            if len(path) > MAX_DEPTH:
+                raise LimitError("$ref/allOf chain too deep", pointer=place.pointer)
+            facets.append(place)
+            legacy_ref = place.dialect in LEGACY and "$ref" in schema
+            if legacy_ref:
+                for keyword in schema:
+                    if keyword != "$ref" and not isinstance(keyword, _Internal):
+                        self.ignore(keyword, place.pointer)
+                if "$ref" not in place.done:
+                    target = self.resolve(place)
+                    if target is not None and not visit(target, path):
+                        return False
+                return True
+            for keyword in schema:
+                if keyword in place.done:
+                    continue
+                if keyword == "$ref":
+                    target = self.resolve(place)
+                    if target is not None and not visit(target, path):
+                        return False
+                elif keyword == "allOf" and keyword in VALIDATORS[place.dialect]:
+                    children = schema["allOf"]
+                    if not isinstance(children, list):
+                        raise CompileError("allOf must be an array", keyword="allOf", pointer=place.pointer)
+                    for i in range(len(children)):
+                        if not visit(self.child(place, "allOf", i), path):
+                            return False
+                elif keyword is ALL:
+                    for child in schema[ALL]:
+                        if not visit(child, path):
+                            return False
+                elif keyword == "not" and keyword in VALIDATORS[place.dialect]:
+                    inner = self.child(place, "not")
+                    negation = self.negation(inner, 0)
+                    if negation is not None and not self.exact_negation(inner):
+                        negation = None
+                    if negation is None:
+                        self.refuse("cannot enforce this 'not' soundly", "not", place.pointer)
+                    elif not visit(negation, path):
+                        return False
+                elif keyword in _BRANCHING and keyword in VALIDATORS[place.dialect]:
+                    branching.append((keyword, place))
+            return True
+
+        for place in conj:
+            if not visit(place, ()):
+                return None
+        done = ("$ref", "allOf", "not", ALL)
+        return [f.without(*done) for f in facets], branching
+
+    def resolve(self, place: Place) -> Place | None:
+        try:
+            return self.document.resolve(place, place.schema["$ref"])
+        except CompileError as e:
+            if isinstance(e, LimitError) or not self.lenient:
+                raise
+            self.refuse(e.reason, "$ref", place.pointer)
+            return None
+
+    # --- branching: anyOf, oneOf, if, dependencies ---------------------------------------------
+
+    def alternatives(self, conj: list[Place]) -> list[Facets]:
+        """The conjunction as a union of branch-free constraint sets."""
+        key = tuple(p.key for p in conj)
+        if key in self._alternatives:
+            return self._alternatives[key]
+        if key in self._expanding:
+            raise _Cyclic()
+        self._expanding.add(key)
+        try:
+            out = self._expand(conj)
+        finally:
+            self._expanding.discard(key)
+        self._alternatives[key] = out
+        return out
+
+    def _expand(self, conj: list[Place]) -> list[Facets]:
+        flat = self.flatten(conj)
+        if flat is None:
+            out: list[Facets] = []
+        else:
+            facets, branching = flat
+            if not branching:
+                out = [self.merge(facets)]
+            else:
+                keyword, owner = branching[0]
+                rest = [f.without(keyword) if f.key == owner.key else f for f in facets]
+                out = []
+                for branch in self.branches(keyword, owner, rest):
+                    out.extend(self.alternatives(rest + branch))
+                    if len(out) > MAX_ALTERNATIVES:
+                        raise LimitError(
+                            f"schema expands to more than {MAX_ALTERNATIVES} alternatives",
+                            keyword=keyword,
+                            pointer=owner.pointer,
+                        )
+        return [f for f in out if f.kinds]
+
+    def branches(self, keyword: str, owner: Place, rest: list[Place]) -> list[list[Place]]:
+        schema = owner.schema
+        value = schema[keyword]
+        pointer = owner.pointer
+        if keyword in ("anyOf", "oneOf"):
+            if not isinstance(value, list) or not value:
+                raise CompileError(f"{keyword} must be a non-empty array", keyword=keyword, pointer=pointer)
+            options = [[self.child(owner, keyword, i)] for i in range(len(value))]
+            if keyword == "oneOf":
+                return self.exclusive(options, owner, rest)
+            return options
+        if keyword == "if":
+            condition = self.child(owner, "if")
+            then = [self.child(owner, "then")] if "then" in schema else []
+            otherwise = [self.child(owner, "else")] if "else" in schema else []
+            negated = self.negation(condition, 0)
+            if negated is not None and not self.exact_negation(condition):
+                negated = None
+            if negated is None:
+                if not then and not otherwise:
+                    return [[]]
+                self.refuse("cannot decide this 'if' condition soundly", "if", pointer)
+                return [[]]
+            return [[condition] + then, [negated] + otherwise]
+        # dependencies / dependentRequired / dependentSchemas
+        if not isinstance(value, dict):
+            raise CompileError(f"{keyword} must be an object", keyword=keyword, pointer=pointer)
+        if len(value) > MAX_DEPENDENCIES:
+            raise LimitError(f"more than {MAX_DEPENDENCIES} dependencies", keyword=keyword, pointer=pointer)
+        per_property: list[list[list[Place]]] = []
+        for prop, dep in value.items():
+            absent = self.fabricate(owner, {"properties": {prop: False}})
+            if isinstance(dep, list) and (keyword != "dependentSchemas"):
+                if not all(isinstance(d, str) for d in dep):
+                    raise CompileError("dependency names must be strings", keyword=keyword, pointer=pointer)
+                present = [self.fabricate(owner, {"required": [prop, *dep]})]
+            elif isinstance(dep, (dict, bool)) and keyword != "dependentRequired":
+                present = [self.fabricate(owner, {"required": [prop]}), self.child(owner, keyword, prop)]
+            else:
+                raise CompileError(f"invalid {keyword} entry for {prop!r}", keyword=keyword, pointer=pointer)
+            per_property.append([[absent], present])
+        return [sum(combo, []) for combo in product(*per_property)]
+
+    def exclusive(self, options: list[list[Place]], owner: Place, rest: list[Place]) -> list[list[Place]]:
+        """oneOf branches made mutually exclusive. Kinds of value two branches both accept
+        entirely are invalid (each such value passes twice) and are removed from every branch;
+        what remains must be provably disjoint, else each branch gets the negation of the others;
+        an error where neither works."""
+        facets = [self.alternatives(rest + o) for o in options]
+        everywhere: set[str] = set()
+        for kind in _KIND_GROUPS:
+            total = sum(1 for fs in facets if any(_accepts_all(f, kind) for f in fs))
+            if total >= 2:
+                everywhere |= _KIND_GROUPS[kind]
+        if everywhere:
+            keep = self.fabricate(owner, {ONLY_KINDS: set(KINDS) - everywhere})
+            options = [o + [keep] for o in options]
+            facets = [self.alternatives(rest + o) for o in options]
+        disjoint = all(
+            self.disjoint_sets(facets[i], facets[j]) for i in range(len(options)) for j in range(i + 1, len(options))
+        )
+        if disjoint:
+            return options
+        negations = [self.negation(o[0], 0) for o in options]
+        if all(n is not None for n in negations):
+            exclusive = [o + [negations[j] for j in range(len(options)) if j != i] for i, o in enumerate(options)]
+            exact = all(self.exact_negation(o[0]) for o in options)
+            # A partial negation may only trim a branch, never empty a kind of value from it.
+            if exact or all(
+                _kinds(self.alternatives(rest + e)) == _kinds(f) for e, f in zip(exclusive, facets)
+            ):
+                return exclusive
+        self.refuse("oneOf branches may overlap (exactly-one can't be enforced)", "oneOf", owner.pointer)
+        return options
+
+    # --- negation ---------------------------------------------------------------------------
+
+    def negation(self, place: Place, depth: int) -> Place | None:
+        """A place whose values are among those `place` rejects: all of them where
+        `exact_negation(place)`, else a subset (what unsupported keywords would reject is left
+        out). None where nothing useful can be said."""
+        if place.key in self._negations:
+            return self._negations[place.key]
+        self._negations[place.key] = None  # a cycle through negation is unsupported
+        result = self._negate(place, depth)
+        self._negations[place.key] = result
+        return result
+
+    def exact_negation(self, place: Place) -> bool:
+        return place.key in self._negations and self._negations[place.key] is not None and place.key not in self._inexact
+
+    def _nested(self, outer: Place, inner: Place, depth: int) -> Place | None:
+        """The negation of `inner`, as part of negating `outer` (inexactness carries over)."""
+        negated = self.negation(inner, depth + 1)
+        if negated is not None and not self.exact_negation(inner):
+            self._inexact.add(outer.key)
+        return negated
+
+    def _negate(self, place: Place, depth: int) -> Place | None:
+        if depth > MAX_NEGATION_DEPTH:
+            return None
+        schema = place.schema
+        if schema is True:
+            return self.fabricate(place, {ONLY_KINDS: set()})
+        if schema is False:
+            return self.fabricate(place, {})
+        if not isinstance(schema, dict):
+            return None
+        if place.dialect in LEGACY and "$ref" in schema:
+            target = self.resolve(place)
+            return None if target is None else self._nested(place, target, depth)
+        parts: list[dict] = []  # the negation is the union of these
+        validators = VALIDATORS[place.dialect]
+        supported = 0
+        for keyword, value in schema.items():
+            if keyword in place.done or keyword not in validators and not (
+                place.dialect == DRAFT4 and keyword in ("exclusiveMinimum", "exclusiveMaximum")
+            ):
+                continue
+            negated = self._negate_keyword(place, keyword, value, depth)
+            if negated is None:
+                # Leaving out this keyword's violations keeps the result inside the negation
+                # (sound), if smaller.
+                self._inexact.add(place.key)
+                continue
+            supported += 1
+            parts.extend(negated)
+        if not supported and any(k in validators for k in schema if k not in place.done):
+            return None
+        if not parts:
+            return self.fabricate(place, {ONLY_KINDS: set()})
+        if len(parts) == 1:
+            return self.fabricate(place, parts[0])
+        return self.fabricate(place, {"anyOf": [self.fabricate(place, p) for p in parts]})
+
+    def _negate_keyword(self, place: Place, keyword: str, value, depth: int) -> list[dict] | None:
+        """The negation of one keyword, as a union of schemas (None: not supported)."""
+        everything_but = lambda kinds: {ONLY_KINDS: set(KINDS) - kinds}  # noqa: E731
+        if keyword == "type":
+            kinds = self.kinds_of(value, place)
+            out = set(KINDS) - kinds
+            if "int" in kinds and "frac" not in kinds and place.dialect != DRAFT4:
+                out.discard("frac")  # 1.0 is an integer there: keep fractional texts out
+            return [{ONLY_KINDS: out}]
+        if keyword in ("enum", "const"):
+            values = [value] if keyword == "const" else value
+            if not isinstance(values, list) or not all(_is_json_value(v) for v in values):
+                return None
+            return [{NOT_VALUES: list(values)}]
+        if keyword == "required":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                return None
+            return [{ONLY_KINDS: {"object"}, "properties": {name: False}} for name in dict.fromkeys(value)]
+        if keyword == "pattern":
+            if not isinstance(value, str):
+                return None
+            return [everything_but({"string"}), {ONLY_KINDS: {"string"}, NOT_PATTERN: (value, place.pointer)}]
+        if keyword in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                return None
+            kind = {"L": "string", "I": "array", "P": "object"}[keyword[3]]
+            word = keyword[3:]
+            if keyword.startswith("min"):
+                if value == 0:
+                    return [everything_but(set())]
+                flipped = {ONLY_KINDS: {kind}, "max" + word: value - 1}
+            else:
+                flipped = {ONLY_KINDS: {kind}, "min" + word: value + 1}
+            return [everything_but({kind}), flipped]
+        if keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            if isinstance(value, bool) and place.dialect == DRAFT4:
+                return []  # read by minimum/maximum
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return None
+            exclusive = keyword.startswith("exclusive")
+            if place.dialect == DRAFT4:
+                flag = "exclusiveMinimum" if keyword == "minimum" else "exclusiveMaximum"
+                exclusive = place.schema.get(flag) is True
+            lower = "inimum" in keyword
+            if lower:
+                flipped = {"maximum": value} if exclusive else {"exclusiveMaximum": value}
+            else:
+                flipped = {"minimum": value} if exclusive else {"exclusiveMinimum": value}
+            return [everything_but({"int", "frac"}), {ONLY_KINDS: {"int", "frac"}, **flipped}]
+        if keyword == "properties":
+            if not isinstance(value, dict):
+                return None
+            out = []
+            for name in value:
+                negated = self._nested(place, self.child(place, "properties", name), depth)
+                if negated is None:
+                    return None
+                out.append({ONLY_KINDS: {"object"}, "required": [name], "properties": {name: {ALL: [negated]}}})
+            return out
+        if keyword == "anyOf":
+            if not isinstance(value, list):
+                return None
+            negs = [self._nested(place, self.child(place, "anyOf", i), depth) for i in range(len(value))]
+            if any(n is None for n in negs):
+                return None
+            return [{ALL: negs}]
+        if keyword == "allOf":
+            if not isinstance(value, list):
+                return None
+            negs = [self._nested(place, self.child(place, "allOf", i), depth) for i in range(len(value))]
+            if any(n is None for n in negs):
+                return None
+            return [{ALL: [n]} for n in negs]
+        if keyword == "$ref":
+            target = self.resolve(place)
+            negated = None if target is None else self._nested(place, target, depth)
+            return None if negated is None else [{ALL: [negated]}]
+        if keyword == "not":
+            return [{ALL: [self.child(place, "not")]}]
+        if keyword == "additionalProperties" and value is False:
+            names = place.schema.get("properties", {})
+            patterns = place.schema.get("patternProperties", {})
+            if not isinstance(names, dict) or not isinstance(patterns, dict):
+                return None
+            return [{ONLY_KINDS: {"object"}, HAS_OTHER_KEY: (frozenset(names), tuple(patterns))}]
+        if keyword == "format":
+            return None if isinstance(value, str) and is_checked(value, self.root_dialect) else []
+        if keyword in ("uniqueItems",) and value is False:
+            return []
+        return None
+
+    # --- merging one branch -------------------------------------------------------------------
+
+    def kinds_of(self, value, place: Place) -> set[str]:
+        names = value if isinstance(value, list) else [value]
+        kinds: set[str] = set()
+        for name in names:
+            if not isinstance(name, str) or name not in _TYPE_KINDS:
+                raise CompileError(f"unknown type {name!r}", keyword="type", pointer=place.pointer)
+            kinds |= _TYPE_KINDS[name]
+        return kinds
+
+    def merge(self, facets: list[Place]) -> Facets:
+        out = Facets(dialect=facets[0].dialect if facets else DRAFT2020, pointer=facets[0].pointer if facets else "")
+        for place in facets:
+            schema = place.schema
+            if place.dialect in LEGACY and "$ref" in schema:
+                continue
+            validators = VALIDATORS[place.dialect]
+            arrays_done = objects_done = False
+            for keyword, value in schema.items():
+                if keyword in place.done or keyword in _BRANCHING:
+                    continue
+                if isinstance(keyword, _Internal):
+                    self.merge_internal(out, keyword, value)
+                elif keyword in _ARRAY_KEYWORDS and keyword in validators:
+                    if not arrays_done:
+                        self.merge_items(out, place)
+                        arrays_done = True
+                elif keyword in _OBJECT_KEYWORDS and keyword in validators:
+                    if not objects_done:
+                        self.merge_object(out, place)
+                        objects_done = True
+                elif keyword in validators or (
+                    place.dialect == DRAFT4 and keyword in ("exclusiveMinimum", "exclusiveMaximum")
+                ):
+                    self.merge_keyword(out, place, keyword, value)
+                elif keyword in ("then", "else") and "if" in schema and "if" in validators:
+                    continue
+                else:
+                    self.ignore(keyword, place.pointer)
+        return out
+
+    def merge_internal(self, out: Facets, keyword: _Internal, value) -> None:
+        if keyword is ONLY_KINDS:
+            out.kinds &= value
+        elif keyword is NOT_VALUES:
+            out.not_values.extend(value)
+        elif keyword is NOT_PATTERN:
+            out.not_patterns.append(value)
+        elif keyword is HAS_OTHER_KEY:
+            out.other_keys.append(value)
+
+    def merge_keyword(self, out: Facets, place: Place, keyword: str, value) -> None:
+        pointer = place.pointer
+        schema = place.schema
+        if keyword == "type":
+            out.kinds &= self.kinds_of(value, place)
+        elif keyword in ("enum", "const"):
+            values = [value] if keyword == "const" else value
+            if not isinstance(values, list) or not all(_is_json_value(v) for v in values):
+                raise CompileError(f"{keyword} must hold JSON values", keyword=keyword, pointer=pointer)
+            if out.values is None:
+                out.values = list(values)
+            else:
+                out.values = [v for v in out.values if any(json_equal(v, w) for w in values)]
+        elif keyword in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
+            n = _count(value, keyword, pointer)
+            if n > MAX_REPEAT and keyword.startswith("max"):
+                return  # no value this long will be written: the bound can't bind
+            if n > MAX_REPEAT:
+                raise LimitError(f"{keyword} {n} is above the supported {MAX_REPEAT}", keyword=keyword, pointer=pointer)
+            attr = {"minLength": "min_len", "maxLength": "max_len", "minItems": "min_items",
+                    "maxItems": "max_items", "minProperties": "min_props", "maxProperties": "max_props"}[keyword]
+            current = getattr(out, attr)
+            if keyword.startswith("min"):
+                setattr(out, attr, max(current, n))
+            else:
+                setattr(out, attr, n if current is None else min(current, n))
+        elif keyword == "pattern":
+            if not isinstance(value, str):
+                raise CompileError("pattern must be a string", keyword=keyword, pointer=pointer)
+            _check_regex(value, keyword, pointer)
+            out.patterns.append((value, pointer))
+        elif keyword == "format":
+            if isinstance(value, str) and is_checked(value, self.root_dialect):
+                out.formats.append((value, pointer))
+            else:
+                self.ignore(keyword, pointer)
+        elif keyword in ("minimum", "maximum"):
+            if place.dialect == DRAFT4:
+                flag = schema.get("exclusive" + keyword[0].upper() + keyword[1:], False)
+                exclusive = bool(flag) if isinstance(flag, bool) else _bad(f"exclusive{keyword} must be a boolean", keyword, pointer)
+            else:
+                exclusive = False
+            bound = Bound.of(value, exclusive, pointer, keyword)
+            if keyword == "minimum":
+                out.lo = tighter_lower(out.lo, bound)
+            else:
+                out.hi = tighter_upper(out.hi, bound)
+        elif keyword in ("exclusiveMinimum", "exclusiveMaximum"):
+            if place.dialect == DRAFT4:
+                if not isinstance(value, bool):
+                    raise CompileError(f"{keyword} must be a boolean in draft 4", keyword=keyword, pointer=pointer)
+                return  # read with minimum/maximum
+            bound = Bound.of(value, True, pointer, keyword)
+            if keyword == "exclusiveMinimum":
+                out.lo = tighter_lower(out.lo, bound)
+            else:
+                out.hi = tighter_upper(out.hi, bound)
+        elif keyword == "multipleOf":
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                if isinstance(value, float) and value > 0 and value.is_integer() and value < 2**53:
+                    value = int(value)
+                    # A float divisor divides in floats: keep integers exactly representable.
+                    out.lo = tighter_lower(out.lo, Bound.of(-(2**53), False, pointer, keyword))
+                    out.hi = tighter_upper(out.hi, Bound.of(2**53, False, pointer, keyword))
+                else:
+                    self.refuse("only positive integer multipleOf can be enforced", keyword, pointer)
+                    return
+            out.multiples.append(value)
+        elif keyword == "uniqueItems":
+            if not isinstance(value, bool):
+                raise CompileError("uniqueItems must be a boolean", keyword=keyword, pointer=pointer)
+            if value:
+                out.unique = pointer
+        elif keyword == "required":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise CompileError("required must be an array of strings", keyword=keyword, pointer=pointer)
+            for name in value:
+                if name not in out.required:
+                    out.required.append(name)
+        elif keyword == "propertyNames":
+            out.names.append(self.child(place, "propertyNames"))
+        elif keyword in ("unevaluatedProperties", "unevaluatedItems"):
+            if value is True or value == {}:
+                return
+            self.refuse(f"{keyword} is not supported", keyword, pointer)
+        elif keyword == "contains":
+            self.refuse("contains is not supported", keyword, pointer)
+        elif keyword in ("$recursiveRef", "$dynamicRef"):
+            self.refuse(f"{keyword} is not supported", keyword, pointer)
+        else:
+            self.refuse(f"{keyword} is not supported", keyword, pointer)
+
+    def merge_items(self, out: Facets, place: Place) -> None:
+        schema = place.schema
+        pointer = place.pointer
+        dialect = place.dialect
+        prefix: list[Place] = []
+        rest: Place | None = None
+        items = schema.get("items")
+        if dialect == DRAFT2020:
+            prefix_value = schema.get("prefixItems")
+            if prefix_value is not None:
+                if not isinstance(prefix_value, list):
+                    raise CompileError("prefixItems must be an array", keyword="prefixItems", pointer=pointer)
+                prefix = [self.child(place, "prefixItems", i) for i in range(len(prefix_value))]
+            if isinstance(items, list):
+                # The validator descends into the array as if it were a schema and fails on any
+                # item past prefixItems: only arrays no longer than prefixItems validate.
+                rest = self.fabricate(place, {ONLY_KINDS: set()})
+            elif items is not None:
+                rest = self.child(place, "items")
+            if "additionalItems" in schema:
+                self.ignore("additionalItems", pointer)
+        else:
+            if isinstance(items, list):
+                prefix = [self.child(place, "items", i) for i in range(len(items))]
+                if "additionalItems" in schema:
+                    extra = schema["additionalItems"]
+                    if not isinstance(extra, (dict, bool)):
+                        raise CompileError("additionalItems must be a schema", keyword="additionalItems", pointer=pointer)
+                    rest = self.child(place, "additionalItems")
+            elif items is not None:
+                if not isinstance(items, (dict, bool)):
+                    raise CompileError("items must be a schema or an array", keyword="items", pointer=pointer)
+                rest = self.child(place, "items")
+                if "additionalItems" in schema:
+                    self.ignore("additionalItems", pointer)
+            elif "additionalItems" in schema:
+                self.ignore("additionalItems", pointer)
+        out.arrays.append(_ArrayFacet(prefix, rest))
+
+    def merge_object(self, out: Facets, place: Place) -> None:
+        schema = place.schema
+        pointer = place.pointer
+        props_value = schema.get("properties", {})
+        patterns_value = schema.get("patternProperties", {})
+        if not isinstance(props_value, dict):
+            raise CompileError("properties must be an object", keyword="properties", pointer=pointer)
+        if not isinstance(patterns_value, dict):
+            raise CompileError("patternProperties must be an object", keyword="patternProperties", pointer=pointer)
+        props = {name: self.child(place, "properties", name) for name in props_value}
+        for pattern in patterns_value:
+            _check_regex(pattern, "patternProperties", pointer)
+        if len(patterns_value) > 1 and any(_has_inline_flags(p) for p in patterns_value):
+            self.refuse("patternProperties with inline flags can't be joined as the validator does", "patternProperties", pointer)
+        patterns = [(pat, self.child(place, "patternProperties", pat)) for pat in patterns_value]
+        additional = None
+        if "additionalProperties" in schema:
+            value = schema["additionalProperties"]
+            if not isinstance(value, (dict, bool)):
+                raise CompileError("additionalProperties must be a schema", keyword="additionalProperties", pointer=pointer)
+            additional = self.child(place, "additionalProperties")
+        out.objects.append(_ObjectFacet(props, patterns, additional, pointer))
+
+    # --- lowering -----------------------------------------------------------------------------
+
+    def any_value(self) -> Node:
+        if self._any_value is None:
+            ws = self.ws
+            value = ref("json-value")
+            member = seq(self.json_string(), ws, lit(":"), ws, value)
+            obj = seq(lit("{"), ws, opt(seq(member, repeat(seq(ws, lit(","), ws, member), 0, None))), ws, lit("}"))
+            arr = seq(lit("["), ws, opt(seq(value, repeat(seq(ws, lit(","), ws, value), 0, None))), ws, lit("]"))
+            self.rules["json-object"] = obj
+            self.rules["json-array"] = arr
+            self.rules["json-value"] = alt(
+                ref("json-object"), ref("json-array"), self.json_string(), ANY_NUMBER, lit("true"), lit("false"), lit("null")
+            )
+            self._any_value = value
+        return self._any_value
+
+    def lower(self, f: Facets) -> Node:
+        if f.values is not None:
+            return self.lower_values(f)
+        parts: list[Node] = []
+        if "null" in f.kinds and not any(v is None for v in f.not_values):
+            parts.append(lit("null"))
+        if "boolean" in f.kinds:
+            for word, value in (("true", True), ("false", False)):
+                if not any(v is value for v in f.not_values):
+                    parts.append(lit(word))
+        if "int" in f.kinds or "frac" in f.kinds:
+            parts.append(self.lower_number(f))
+        if "string" in f.kinds:
+            parts.append(self.lower_string(f))
+        if "array" in f.kinds:
+            parts.append(self.lower_array(f))
+        if "object" in f.kinds:
+            parts.append(self.lower_object(f))
+        return alt(*parts)
+
+    # values ---------------------------------------------------------------------------------
+
+    def lower_values(self, f: Facets) -> Node:
+        texts: list[Node] = []
+        for value in f.values:
+            for candidate in _number_spellings(value):
+                if self.value_ok(candidate, f, 0) is True:
+                    texts.append(self.value_text(candidate))
+        return alt(*texts)
+
+    def value_text(self, value) -> Node:
+        """The JSON texts of one value: compact, objects of up to 4 keys in any key order."""
+        ws = self.ws
+        if isinstance(value, dict):
+            keys = list(value)
+            orders = permutations(keys) if len(keys) <= 4 else [keys]
+            options = []
+            for order in orders:
+                members = [seq(quoted(k), ws, lit(":"), ws, self.value_text(value[k])) for k in order]
+                options.append(seq(lit("{"), ws, _joined(members, seq(ws, lit(","), ws)), ws, lit("}")))
+            return alt(*options)
+        if isinstance(value, list):
+            items = [self.value_text(v) for v in value]
+            return seq(lit("["), ws, _joined(items, seq(ws, lit(","), ws)), ws, lit("]"))
+        return lit(json.dumps(value, ensure_ascii=False))
+
+    def value_ok(self, value, f: Facets, depth: int) -> bool | None:
+        """Whether the validator accepts `value` under `f`: True, False, or None where unsure."""
+        if depth > 20:
+            return None
+        kind = _kind_of(value)
+        if kind == "frac" and value.is_integer() and "int" in f.kinds and f.dialect != DRAFT4:
+            kind_ok = True
+        else:
+            kind_ok = kind in f.kinds
+        if not kind_ok:
+            return False
+        if f.values is not None and not any(json_equal(value, v) for v in f.values):
+            return False
+        if any(json_equal(value, v) for v in f.not_values):
+            return False
+        if kind == "string":
+            if len(value) < f.min_len or (f.max_len is not None and len(value) > f.max_len):
+                return False
+            if any(not re.search(p, value) for p, _ in f.patterns):
+                return False
+            if any(re.search(p, value) for p, _ in f.not_patterns):
+                return False
+            for name, _ in f.formats:
+                if not lang.from_node(format_language(name)).matches(value):
+                    return None
+            return True
+        if kind in ("int", "frac"):
+            if not contains_number(value, f.lo, f.hi):
+                return False
+            return all(value % m == 0 for m in f.multiples)
+        verdicts: list[bool | None] = []
+        if kind == "array":
+            if len(value) < f.min_items or (f.max_items is not None and len(value) > f.max_items):
+                return False
+            if f.unique is not None and any(json_equal(a, b) for i, a in enumerate(value) for b in value[i + 1 :]):
+                return False
+            verdicts = [self.conj_ok(item, self.item_conj(f, i), depth) for i, item in enumerate(value)]
+        elif kind == "object":
+            if len(value) < f.min_props or (f.max_props is not None and len(value) > f.max_props):
+                return False
+            if any(name not in value for name in f.required):
+                return False
+            for names, patterns in f.other_keys:
+                if not any(k not in names and not any(re.search(p, k) for p in patterns) for k in value):
+                    return False
+            for key, item in value.items():
+                if f.names:
+                    verdicts.append(self.conj_ok(key, f.names, depth))
+                verdicts.append(self.conj_ok(item, [p for o in f.objects for p in o.schemas_for(key)], depth))
+        return _all(verdicts)
+
+    def conj_ok(self, value, conj: list[Place], depth: int) -> bool | None:
+        if any(p.schema is False for p in conj):
+            return False
+        try:
+            return _any(self.value_ok(value, g, depth + 1) for g in self.alternatives(conj))
+        except _Cyclic:
+            return None
+
+    # --- disjointness (for oneOf) ---------------------------------------------------------------
+
+    def disjoint_sets(self, a: list[Facets], b: list[Facets], depth: int = 0) -> bool:
+        """Whether no value satisfies both an alternative of `a` and one of `b` (True only if sure)."""
+        try:
+            return all(self.disjoint(x, y, depth) for x in a for y in b)
+        except _Cyclic:
+            return False  # the answer depends on itself: not provably disjoint
+
+    def disjoint(self, a: Facets, b: Facets, depth: int) -> bool:
+        if depth > 4:
+            return False
+        if a.values is not None or b.values is not None:
+            listed, other = (a, b) if a.values is not None else (b, a)
+            return all(
+                self.value_ok(v, other, 0) is False or self.value_ok(v, listed, 0) is False
+                for value in listed.values
+                for v in _number_spellings(value)
+            )
+        numeric = {"int", "frac"}
+        kinds_a = {("number" if k in numeric else k) for k in a.kinds}
+        kinds_b = {("number" if k in numeric else k) for k in b.kinds}
+        for kind in kinds_a & kinds_b:
+            if kind in ("null", "boolean"):
+                return False
+            if kind == "number" and not _ranges_disjoint(a, b):
+                return False
+            if kind == "string" and not (
+                (a.max_len is not None and a.max_len < b.min_len) or (b.max_len is not None and b.max_len < a.min_len)
+            ):
+                return False
+            if kind == "array" and not self.arrays_disjoint(a, b, depth):
+                return False
+            if kind == "object" and not self.objects_disjoint(a, b, depth):
+                return False
+        return True
+
+    def arrays_disjoint(self, a: Facets, b: Facets, depth: int) -> bool:
+        if (a.max_items is not None and a.max_items < b.min_items) or (b.max_items is not None and b.max_items < a.min_items):
+            return True
+        for i in range(min(a.min_items, b.min_items)):
+            ca, cb = self.item_conj(a, i), self.item_conj(b, i)
+            if ca and cb and self.disjoint_sets(self.alternatives(ca), self.alternatives(cb), depth + 1):
+                return True
+        return False
+
+    def objects_disjoint(self, a: Facets, b: Facets, depth: int) -> bool:
+        if (a.max_props is not None and a.max_props < b.min_props) or (b.max_props is not None and b.max_props < a.min_props):
+            return True
+        for x, y in ((a, b), (b, a)):
+            for name in x.required:
+                conj_y = [p for o in y.objects for p in o.schemas_for(name)]
+                if any(p.schema is False for p in conj_y):
+                    return True
+                if y.names and self.conj_ok(name, y.names, 0) is False:
+                    return True
+        for x, y in ((a, b), (b, a)):
+            for name in x.required:
+                cx = [p for o in x.objects for p in o.schemas_for(name)]
+                cy = [p for o in y.objects for p in o.schemas_for(name)]
+                if cx and cy and self.disjoint_sets(self.alternatives(cx), self.alternatives(cy), depth + 1):
+                    return True
+        return False
+
+    # numbers --------------------------------------------------------------------------------
+
+    def lower_number(self, f: Facets) -> Node:
+        modulus = 1
+        for m in f.multiples:
+            modulus = modulus * m // math.gcd(modulus, m)
+        # Excluded values cut the range into pieces with exclusive ends.
+        cuts = sorted({Fraction(v) for v in f.not_values if _kind_of(v) in ("int", "frac")})
+        points: list[Bound | None] = [None]
+        points += [Bound(c, True, int(c) if c.denominator == 1 else float(c)) for c in cuts]
+        points.append(None)
+        pieces = [
+            (tighter_lower(f.lo, points[i]), tighter_upper(f.hi, points[i + 1])) for i in range(len(points) - 1)
+        ]
+        return alt(
+            *(
+                number_texts(
+                    lo,
+                    hi,
+                    integers="int" in f.kinds,
+                    fractions="frac" in f.kinds and not f.multiples,
+                    modulus=modulus,
+                    rule=self.rule,
+                    tag=self.name("num"),
+                )
+                for lo, hi in pieces
+            )
+        )
+
+    # strings --------------------------------------------------------------------------------
+
+    def lower_string(self, f: Facets) -> Node:
+        decoded = self.string_language(f)
+        if decoded == _ANY_DECODED:
+            return self.json_string()
+        return string_text(decoded, self.encoded_rule)
+
+    def json_string(self) -> Node:
+        if "json-string" not in self.rules:
+            self.rules["json-string"] = ANY_STRING
+        return ref("json-string")
+
+    def encoded_rule(self, name: str) -> Node:
+        """A rule of JSON string-body texts for a rule of decoded strings."""
+        encoded = name + "-json"
+        if encoded not in self.rules:
+            self.rules[encoded] = NOTHING  # placeholder: the body is encoded by `finish`
+            self._to_encode.append(name)
+        return ref(encoded)
+
+    def finish(self) -> None:
+        """Encode the rules of decoded strings that string texts refer to (iteratively: the
+        rules of a long automaton form long chains)."""
+        while self._to_encode:
+            name = self._to_encode.pop()
+            self.rules[name + "-json"] = encode(self.rules[name], self.encoded_rule)
+
+    def regex(self, pattern: str, pointer: str) -> Node | None:
+        if pattern not in self._regex:
+            try:
+                from ._regex import regex_node
+            except ImportError:
+                self.refuse("pattern needs the regular expression front end, which is not available", "pattern", pointer)
+                return None
+            try:
+                self._regex[pattern] = regex_node(pattern, pointer=pointer)
+            except CompileError as e:
+                if isinstance(e, LimitError) or not self.lenient:
+                    raise CompileError(e.reason, keyword="pattern", pointer=pointer) from None
+                self.refuse(e.reason, "pattern", pointer)
+                return None
+        return self._regex[pattern]
+
+    def string_language(self, f: Facets) -> Node:
+        """Decoded strings satisfying `f`'s string keywords, as IR (small automata as rules)."""
+        excluded = [v for v in f.not_values if isinstance(v, str)]
+        if not f.patterns and not f.formats and not f.not_patterns:
+            if not excluded:
+                return repeat(ANY_CHAR, f.min_len, f.max_len)
+            if (f.min_len, f.max_len) == (0, None):
+                return excluding(excluded)
+        if len(f.patterns) + len(f.formats) == 1 and not f.not_patterns and not excluded:
+            if f.patterns:
+                node = self.regex(*f.patterns[0])
+            else:
+                node = format_language(f.formats[0][0])
+            if node is None:
+                return repeat(ANY_CHAR, f.min_len, f.max_len)
+            lo, hi = _node_lengths(node)
+            if lo >= f.min_len and (f.max_len is None or (hi is not None and hi <= f.max_len)):
+                return node
+            if lo >= f.min_len and f.max_len is not None and f.max_len > SMALL_LENGTH:
+                # A long bound: cap the open repeats instead of multiplying automata. The
+                # capped language is inside pattern-and-length (sound), if a little smaller.
+                capped = _capped(node, f.max_len)
+                if capped is not None:
+                    return capped
+        return lang.to_node(self.string_dfa(f), self.rule, self.name("str"))
+
+    def string_dfa(self, f: Facets) -> lang.DFA:
+        """The same language as an automaton (for intersections and complements)."""
+        longest = f.max_len
+        if longest is not None and longest > LENGTH_CAP and f.min_len <= LENGTH_CAP:
+            longest = LENGTH_CAP  # strings up to the cap: a sub-language, so still sound
+        dfa = lang.lengths(f.min_len, longest)
+        for pattern, pointer in f.patterns:
+            node = self.regex(pattern, pointer)
+            if node is not None:
+                dfa = lang.intersect(dfa, lang.from_node(node))
+        for name, _ in f.formats:
+            dfa = lang.intersect(dfa, lang.from_node(format_language(name)))
+        for pattern, pointer in f.not_patterns:
+            node = self.regex(pattern, pointer)
+            if node is None:
+                self.refuse("cannot enforce 'not pattern' without the pattern", "not", pointer)
+                continue
+            dfa = lang.intersect(dfa, lang.complement(lang.from_node(node)))
+        excluded = [v for v in f.not_values if isinstance(v, str)]
+        if excluded:
+            dfa = lang.intersect(dfa, lang.from_node(excluding(excluded)))
+        return dfa
+
+    # arrays ---------------------------------------------------------------------------------
+
+    def item_conj(self, f: Facets, i: int) -> list[Place]:
+        conj: list[Place] = []
+        for a in f.arrays:
+            if i < len(a.prefix):
+                conj.append(a.prefix[i])
+            elif a.rest is not None:
+                conj.append(a.rest)
+        return conj
+
+    def lower_array(self, f: Facets) -> Node:
+        lo, hi = f.min_items, f.max_items
+        if hi is not None and hi < lo:
+            return NOTHING
+        if f.unique is not None and (hi is None or hi > 1):
+            self.refuse("uniqueItems is not supported beyond maxItems 1", "uniqueItems", f.unique)
+        n_prefix = max((len(a.prefix) for a in f.arrays), default=0)
+        positions = [self.compile_conj(self.item_conj(f, i)) for i in range(n_prefix)]
+        rest_conj = [a.rest for a in f.arrays if a.rest is not None]
+        rest = self.compile_conj(rest_conj)
+        ws = self.ws
+        sep = seq(ws, lit(","), ws)
+
+        def tail(i: int) -> Node:
+            """Items from position i on, given i items already written."""
+            lead = sep if i > 0 else EMPTY
+            if hi is not None and i >= hi:
+                return EMPTY
+            if i >= n_prefix:
+                need = max(0, lo - i)
+                most = None if hi is None else hi - i
+                if rest == NOTHING:
+                    return EMPTY if need == 0 else NOTHING
+                if i > 0:
+                    return repeat(seq(sep, rest), need, most)
+                first = seq(rest, repeat(seq(sep, rest), max(need - 1, 0), None if most is None else most - 1))
+                return first if need > 0 else opt(first)
+            item = seq(lead, positions[i], tail(i + 1))
+            return item if i < lo else opt(item)
+
+        return seq(lit("["), ws, tail(0), ws, lit("]"))
+
+    # objects --------------------------------------------------------------------------------
+
+    def lower_object(self, f: Facets) -> Node:
+        ws = self.ws
+        declared: list[str] = []
+        for o in f.objects:
+            for name in o.props:
+                if name not in declared:
+                    declared.append(name)
+        for name in f.required:
+            if name not in declared:
+                declared.append(name)
+        members: list[tuple[str, Node, bool]] = []  # (name, member text, required)
+        for name in declared:
+            conj = [p for o in f.objects for p in o.schemas_for(name)]
+            allowed = not any(p.schema is False for p in conj)
+            if allowed and f.names:
+                allowed = self.conj_ok(name, f.names, 0) is True
+            if not allowed:
+                if name in f.required:
+                    return NOTHING
+                continue
+            value = self.compile_conj(conj)
+            if value == NOTHING:
+                if name in f.required:
+                    return NOTHING
+                continue
+            members.append((name, seq(quoted(name), ws, lit(":"), ws, value), name in f.required))
+        extras = self.extra_members(f, declared)
+        if len(f.other_keys) > MAX_OTHER_KEY:
+            raise LimitError("too many 'some other key' constraints", keyword="additionalProperties", pointer=f.pointer)
+        others = [
+            (frozenset(n for n, _, _ in members if n not in names and not any(re.search(p, n) for p in patterns)),
+             not patterns and names <= set(declared))
+            for names, patterns in f.other_keys
+        ]
+        body = self.member_list(members, extras, f.min_props, f.max_props, f.pointer, others)
+        return seq(lit("{"), ws, body, ws, lit("}"))
+
+    def extra_members(self, f: Facets, declared: list[str]) -> Node:
+        """One member whose key is not declared: its key language and value, by pattern region."""
+        ws = self.ws
+        patterns = [(pat, place, i) for i, o in enumerate(f.objects) for pat, place in o.patterns]
+        names_language = self.names_dfa(f)
+        if len(patterns) > MAX_PATTERN_SUBSETS:
+            self.refuse("too many patternProperties to partition keys", "patternProperties", f.pointer)
+            patterns = []
+        regions: list[tuple[list[int], list[Place]]] = []
+        for mask in range(1 << len(patterns)):
+            inside = [k for k in range(len(patterns)) if mask >> k & 1]
+            conj = [patterns[k][1] for k in inside]
+            for i, o in enumerate(f.objects):
+                if not any(patterns[k][2] == i for k in inside) and o.additional is not None:
+                    conj.append(o.additional)
+            if any(p.schema is False for p in conj):
+                continue
+            regions.append((inside, conj))
+        out: list[Node] = []
+        for inside, conj in regions:
+            value = self.compile_conj(conj)
+            if value == NOTHING:
+                continue
+            if not patterns and names_language is None:
+                names_key = frozenset(declared)
+                if names_key not in self._exclusions:
+                    self._exclusions[names_key] = excluding_text(declared, self.rule, self.name("key"))
+                key_text = self._exclusions[names_key]
+            else:
+                key = self.key_language(patterns, inside, declared, names_language, f.pointer)
+                if key is NOTHING:
+                    continue
+                key_text = string_text(key, self.encoded_rule)
+            out.append(self.rule(self.name("extra"), seq(key_text, ws, lit(":"), ws, value)))
+        return alt(*out)
+
+    def names_dfa(self, f: Facets) -> lang.DFA | None:
+        """Decoded key strings `propertyNames` allows, as an automaton (None: any)."""
+        if not f.names:
+            return None
+        dfa = lang.literal_set([])
+        for g in self.alternatives(f.names):
+            if "string" not in g.kinds:
+                continue
+            if g.values is not None:
+                keys = [v for v in g.values if isinstance(v, str) and self.value_ok(v, g, 0)]
+                part = lang.literal_set(keys)
+            else:
+                part = self.string_dfa(g)
+            dfa = lang.union(dfa, part)
+        return dfa
+
+    def key_language(self, patterns, inside: list[int], declared: list[str], names: lang.DFA | None, pointer: str) -> Node:
+        outside = [k for k in range(len(patterns)) if k not in inside]
+        positive = []
+        for k in inside:
+            node = self.regex(patterns[k][0], pointer)
+            if node is None:
+                return NOTHING
+            positive.append(node)
+        # Fast paths with no automaton.
+        if not outside and names is None:
+            if not positive:
+                return excluding(declared)
+            if len(positive) == 1 and not any(re.search(patterns[inside[0]][0], d) for d in declared):
+                return positive[0]
+        dfa = lang.from_node(excluding(declared))
+        for node in positive:
+            dfa = lang.intersect(dfa, lang.from_node(node))
+        for k in outside:
+            node = self.regex(patterns[k][0], pointer)
+            if node is None:
+                return NOTHING
+            dfa = lang.intersect(dfa, lang.complement(lang.from_node(node)))
+        if names is not None:
+            dfa = lang.intersect(dfa, names)
+        return lang.to_node(dfa, self.rule, self.name("key"))
+
+    def member_list(
+        self,
+        members: list[tuple[str, Node, bool]],
+        extra: Node,
+        lo: int,
+        hi: int | None,
+        pointer: str,
+        others: list[tuple[frozenset[str], bool]] = (),
+    ) -> Node:
+        """Declared members in order (optional ones skippable), then extra members, with the
+        member count in lo..hi and commas only between members. Each of `others` (names, extras
+        count) asks for a member named in `names`, or an extra one where `extras count`."""
+        ws = self.ws
+        sep = seq(ws, lit(","), ws)
+        n = len(members)
+        if hi is not None and hi < lo:
+            return NOTHING
+        cap = max(lo, 1) if hi is None else hi
+        if (n + 1) * (cap + 1) * (1 << len(others)) > MAX_COUNT_STATES:
+            raise LimitError("too many object members to count", keyword="maxProperties", pointer=pointer)
+        memo: dict[tuple[int, int, frozenset[int]], Node] = {}
+        tag = self.name("obj")
+        shared = n > 3
+
+        def extras(count: int, unmet: frozenset[int]) -> Node:
+            need = max(0, lo - count)
+            # Two extra members may spell the same key, and the parsed object then holds one:
+            # only one extra member may count towards minProperties.
+            if need > 1:
+                return NOTHING
+            if unmet:
+                if not all(others[k][1] for k in unmet):
+                    return NOTHING
+                need = 1
+            most = None if hi is None else hi - count
+            if most is not None and most < need:
+                return NOTHING
+            if extra == NOTHING:
+                return EMPTY if need == 0 else NOTHING
+            if count > 0:
+                return repeat(seq(sep, extra), need, most)
+            if most == 0:
+                return EMPTY
+            first = seq(extra, repeat(seq(sep, extra), max(need - 1, 0), None if most is None else most - 1))
+            return first if need > 0 else opt(first)
+
+        def state(i: int, count: int, unmet: frozenset[int]) -> Node:
+            c = min(count, cap)
+            if (i, c, unmet) in memo:
+                return memo[(i, c, unmet)]
+            if i == n:
+                node = extras(count, unmet)
+            else:
+                name, text, required = members[i]
+                present = NOTHING
+                if hi is None or count + 1 <= hi:
+                    left = frozenset(k for k in unmet if name not in others[k][0])
+                    present = seq(sep if count > 0 else EMPTY, text, state(i + 1, count + 1, left))
+                node = present if required else alt(present, state(i + 1, count, unmet))
+            if shared and i < n:
+                node = self.rule(f"{tag}-{i}-{c}-{'.'.join(map(str, sorted(unmet)))}", node)
+            memo[(i, c, unmet)] = node
+            return node
+
+        return state(0, 0, frozenset(range(len(others))))
+
+
+# --- helpers ----------------------------------------------------------------------------------------
+
+
+def _bad(message: str, keyword: str, pointer: str):
+    raise CompileError(message, keyword=keyword, pointer=pointer)
+
+
+def _count(value, keyword: str, pointer: str) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise CompileError(f"{keyword} must be a non-negative integer", keyword=keyword, pointer=pointer)
+    return value
+
+
+def _check_regex(pattern: str, keyword: str, pointer: str) -> None:
+    if not isinstance(pattern, str):
+        raise CompileError("a pattern must be a string", keyword=keyword, pointer=pointer)
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        raise CompileError(f"pattern {pattern!r} is not a valid Python regular expression: {e}", keyword=keyword, pointer=pointer) from None
+
+
+def _has_inline_flags(pattern: str) -> bool:
+    return re.search(r"\(\?[aiLmsux]+\)", pattern) is not None
+
+
+def _number_spellings(value) -> list:
+    """The value, and for numbers its other exact spelling (1 and 1.0): both equal it as `enum`
+    compares, and each is checked on its own."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return [value]
+    out = [value]
+    if isinstance(value, float) and value.is_integer():
+        out.append(int(value))
+    elif isinstance(value, int) and abs(value) < 2**53:
+        out.append(float(value))
+    return out
+
+
+def _joined(items: list[Node], sep: Node) -> Node:
+    if not items:
+        return EMPTY
+    out = [items[0]]
+    for item in items[1:]:
+        out.extend((sep, item))
+    return seq(*out)
+
+
+def _size(node: Node) -> int:
+    count = 0
+    for _ in walk(node):
+        count += 1
+        if count > 1000:
+            break
+    return count
+
+
+def _capped(node: Node, budget: int) -> Node | None:
+    """A sub-language of `node` whose strings are at most `budget` long, made by bounding its
+    unbounded repeats (each gets an equal share of the slack); None if that can't be done."""
+    opened: list[Repeat] = [n for n in walk(node) if isinstance(n, Repeat) and n.max is None]
+    for n in opened:
+        if _node_lengths(n.item)[1] is None:
+            return None
+
+    def at_least(n: Node) -> Node:
+        if isinstance(n, Repeat):
+            return repeat(at_least(n.item), n.min, n.min if n.max is None else n.max)
+        if isinstance(n, Seq):
+            return seq(*(at_least(i) for i in n.items))
+        if isinstance(n, Alt):
+            return alt(*(at_least(i) for i in n.items))
+        return n
+
+    base = _node_lengths(at_least(node))[1]
+    if base is None or base > budget:
+        return None
+    slack = budget - base
+    shares: dict[int, int] = {}
+    for n in opened:
+        width = max(_node_lengths(n.item)[1], 1)
+        shares[id(n)] = slack // (len(opened) * width)
+
+    def cap(n: Node) -> Node:
+        if isinstance(n, Repeat):
+            top = n.min + shares[id(n)] if n.max is None else n.max
+            return repeat(cap(n.item), n.min, top)
+        if isinstance(n, Seq):
+            return seq(*(cap(i) for i in n.items))
+        if isinstance(n, Alt):
+            return alt(*(cap(i) for i in n.items))
+        return n
+
+    out = cap(node)
+    hi = _node_lengths(out)[1]
+    return out if hi is not None and hi <= budget else None
+
+
+def _all(verdicts) -> bool | None:
+    """Three-valued and: False if any is False, else None if any is unsure."""
+    verdicts = list(verdicts)
+    if any(v is False for v in verdicts):
+        return False
+    return None if any(v is None for v in verdicts) else True
+
+
+def _any(verdicts) -> bool | None:
+    verdicts = list(verdicts)
+    if any(v is True for v in verdicts):
+        return True
+    return None if any(v is None for v in verdicts) else False
+
+
+_KIND_GROUPS = {
+    "null": {"null"},
+    "boolean": {"boolean"},
+    "number": {"int", "frac"},
+    "string": {"string"},
+    "array": {"array"},
+    "object": {"object"},
+}
+
+
+def _kinds(alternatives: list[Facets]) -> set[str]:
+    return set().union(*(f.kinds for f in alternatives)) if alternatives else set()
+
+
+def _accepts_all(f: Facets, kind: str) -> bool:
+    """Whether `f` accepts every value of a kind (so two such oneOf branches clash on all)."""
+    if not _KIND_GROUPS[kind] <= f.kinds or f.values is not None:
+        return False
+    if any(_kind_of(v) in _KIND_GROUPS[kind] or (kind == "number" and _kind_of(v) == "int") for v in f.not_values):
+        return False
+    if kind == "string":
+        return f.min_len == 0 and f.max_len is None and not f.patterns and not f.formats and not f.not_patterns
+    if kind == "number":
+        return f.lo is None and f.hi is None and not f.multiples
+    if kind == "array":
+        return (
+            f.min_items == 0 and f.max_items is None and f.unique is None
+            and all(a.rest is None or a.rest.schema is True and not a.prefix for a in f.arrays)
+            and all(not a.prefix for a in f.arrays)
+        )
+    if kind == "object":
+        return (
+            not f.objects and not f.required and not f.names and f.min_props == 0 and f.max_props is None
+            and not f.other_keys
+        )
+    return True
+
+
+def _ranges_disjoint(a: Facets, b: Facets) -> bool:
+    for low, high in ((a.lo, b.hi), (b.lo, a.hi)):
+        if low is not None and high is not None:
+            if low.value > high.value or (low.value == high.value and (low.exclusive or high.exclusive)):
+                return True
+    return False

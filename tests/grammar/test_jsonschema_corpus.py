@@ -1,0 +1,84 @@
+"""Soundness of the JSON Schema front end on external schemas, on a bounded sample.
+
+Every instance of a compiled schema, in canonical form, that the oracle rejects must be
+rejected by the grammar; random sentences of the grammar must validate. The full run over
+every DEV id, maskbench-extra and the whole test suite is `python -m bench.coverage`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+
+import pytest
+
+from conftest import REPO
+from grammar import CompileError, from_json_schema
+from ir_sampling import sentence
+
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # the benchmark module holds the canonical form
+
+from bench.coverage import canonical, jsonl, oracle, oracle_valid, suite_entries  # noqa: E402
+
+SUBSETS = ["Glaiveai2K", "Github_easy", "Github_medium", "Github_hard", "Kubernetes", "Snowplow", "JsonSchemaStore"]
+PER_SUBSET = 20
+MAX_SCHEMA_CHARS = 6_000
+
+
+def _dev_sample(corpus):
+    bench = corpus / "jsonschemabench"
+    dev = set((bench / "DEV.txt").read_text().split())
+    rng = random.Random(2)
+    out = []
+    for subset in SUBSETS:
+        entries = [
+            e for e in jsonl(bench / f"{subset}.jsonl.gz")
+            if e["id"] in dev and len(json.dumps(e["schema"])) <= MAX_SCHEMA_CHARS and e.get("tests")
+        ]
+        out.extend(rng.sample(entries, min(PER_SUBSET, len(entries))))
+    return out
+
+
+def _check(entry) -> tuple[int, int]:
+    """(invalid instances checked, sentences checked); asserts soundness on both."""
+    schema = entry["schema"]
+    try:
+        grammar = from_json_schema(schema)
+    except CompileError:
+        return 0, 0
+    validator = oracle(schema)
+    invalid = 0
+    for test in entry["tests"]:
+        verdict = oracle_valid(validator, test["data"])
+        if verdict is False:
+            invalid += 1
+            text = canonical(test["data"], schema, validator)
+            assert not grammar.accepts(text), (entry["id"], text)
+    rng = random.Random(0)
+    sentences = 0
+    for _ in range(5):
+        text = sentence(grammar.rule_set(), rng)
+        if text is None:
+            break
+        sentences += 1
+        assert oracle_valid(validator, json.loads(text)), (entry["id"], text)
+    return invalid, sentences
+
+
+def test_dev_sample_is_sound(corpus):
+    checked = [_check(e) for e in _dev_sample(corpus)]
+    assert sum(i for i, _ in checked) > 100
+    assert sum(s for _, s in checked) > 100
+
+
+@pytest.mark.parametrize("draft", ["draft4", "draft6", "draft7", "draft2019-09", "draft2020-12"])
+def test_official_suite_is_sound(corpus, draft):
+    root = corpus / "json-schema-test-suite"
+    entries = [e for e in suite_entries(root) if e["id"].startswith(draft + "/")]
+    compiled = 0
+    for entry in entries:
+        invalid, _ = _check(entry)
+        compiled += invalid > 0
+    assert compiled > 100
