@@ -1,0 +1,378 @@
+"""`Agent`: the async loop. Each model turn is constrained to valid tool calls (or free text,
+or the typed final output); calls are validated into the tools' typed arguments and run, and
+their results or errors go back to the model, until a final answer or a limit."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+import grammar
+from grammar import Grammar, GrammarError
+from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, Usage
+
+from ._context import RunContext
+from ._errors import (
+    IncompleteOutput,
+    ModelRequestFailed,
+    OutputValidationError,
+    RunTimeout,
+    StepLimitExceeded,
+    TokenLimitExceeded,
+    ToolArgumentsError,
+    ToolRetriesExceeded,
+    UnexpectedModelOutput,
+)
+from ._events import Event, FinalResult, RunResult, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
+from ._messages import (
+    Envelope,
+    Message,
+    ToolCall,
+    Turn,
+    assistant_message,
+    initial_messages,
+    parse_turn,
+    render_error,
+    render_result,
+    tool_message,
+)
+from ._output import OutputSpec
+from ._runtime import budget_reached, resolve_runtime
+from ._tool import Tool, tool
+
+OutputT = TypeVar("OutputT")
+
+
+@dataclass
+class _RunState:
+    """What a run has so far; every error raised mid-run carries `messages` and `usage`."""
+
+    messages: list[Message]
+    deps: Any
+    deadline: float | None
+    usage: Usage = field(default_factory=Usage)
+    records: list[ToolCallRecord] = field(default_factory=list)
+    step: int = 0
+    failures: collections.Counter[str] = field(default_factory=collections.Counter)
+
+    def context(self) -> dict[str, Any]:
+        return {"messages": list(self.messages), "usage": self.usage}
+
+
+class Agent(Generic[OutputT]):
+    """A model with tools, and optionally a typed final output.
+
+    `tools`: `Tool`s or plain functions (wrapped with `@tool`). `runtime`: where tokens come
+    from; None means the embedded default (`runtimes.default()`, loaded once, shared).
+    `output_type`: the type of the final answer (a pydantic model, dataclass, TypedDict, list
+    ...); without one the final answer is text. Limits: `max_steps` model turns, `max_tokens`
+    per turn, `token_budget` completion tokens per run, `timeout` seconds per run,
+    `tool_timeout` seconds per tool call (a tool's own `timeout` wins), `max_retries`
+    corrections per tool (or for the output) after a validation failure. `max_calls_per_turn`
+    bounds the calls one turn may hold (they run concurrently). `tool_choice="required"` holds
+    the model to tool calls until one has succeeded (then it may answer); "auto" lets it
+    answer at any turn.
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        runtime: Runtime | None = None,
+        *,
+        system_prompt: str | None = None,
+        output_type: type[OutputT] | Any = None,
+        max_steps: int = 8,
+        max_tokens: int = 512,
+        token_budget: int | None = None,
+        timeout: float | None = None,
+        tool_timeout: float | None = 60.0,
+        max_retries: int = 2,
+        max_calls_per_turn: int = 4,
+        tool_choice: Literal["auto", "required"] = "auto",
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ):
+        if max_steps < 1 or max_tokens < 1 or max_calls_per_turn < 1 or max_retries < 0:
+            raise ValueError("max_steps, max_tokens and max_calls_per_turn must be >= 1, max_retries >= 0")
+        self.tools: dict[str, Tool] = {}
+        for item in tools:
+            t = item if isinstance(item, Tool) else tool(item)
+            if t.name in self.tools:
+                raise ValueError(f"two tools are named {t.name!r}")
+            self.tools[t.name] = t
+        self._runtime = runtime
+        self.system_prompt = system_prompt
+        self.output = OutputSpec(output_type) if output_type is not None else None
+        self.max_steps = max_steps
+        self.max_tokens = max_tokens
+        self.token_budget = token_budget
+        self.timeout = timeout
+        self.tool_timeout = tool_timeout
+        self.max_retries = max_retries
+        self.max_calls_per_turn = max_calls_per_turn
+        if tool_choice not in ("auto", "required") or (tool_choice == "required" and not self.tools):
+            raise ValueError(f"tool_choice must be 'auto' or 'required' (with tools), got {tool_choice!r}")
+        self.tool_choice = tool_choice
+        self.temperature = temperature
+        self.seed = seed
+        self._grammars: dict[tuple[Envelope, bool], Grammar | None] = {}
+
+    @property
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            self._runtime = resolve_runtime(None)
+        return self._runtime
+
+    def turn_grammar(self, envelope: Envelope, *, calls_only: bool = False) -> Grammar | None:
+        """The grammar a model turn is held to (built once per envelope): tool calls or a final
+        answer, or (`calls_only`) tool calls alone."""
+        key = (envelope, calls_only)
+        if key not in self._grammars:
+            self._grammars[key] = self._build_grammar(envelope, calls_only)
+        return self._grammars[key]
+
+    def _build_grammar(self, envelope: Envelope, calls_only: bool) -> Grammar | None:
+        schemas = [t.tool_schema() for t in self.tools.values()]
+        options = {"envelope": envelope, "max_calls": self.max_calls_per_turn, "lenient": True}
+        if not schemas:
+            return self.output.grammar if self.output else None
+        if calls_only:
+            return grammar.tool_calls(schemas, **options)
+        if self.output is None:
+            return grammar.tool_calls_or_text(schemas, **options)
+        return _either(grammar.tool_calls(schemas, **options), self.output.grammar)
+
+    def _system_prompt(self) -> str | None:
+        parts = [self.system_prompt] if self.system_prompt else []
+        if self.output is not None:
+            lead = "When you have the final answer, give it as" if self.tools else "Give your answer as"
+            parts.append(f"{lead} described here. {self.output.instructions()}")
+        return "\n\n".join(parts) or None
+
+    # --- running ------------------------------------------------------------------------------
+
+    async def run(self, prompt: str | list[Message], *, deps: Any = None) -> RunResult[OutputT]:
+        """Run until a final answer. Raises a `RunError` subclass (carrying the messages so far)
+        at a limit; a cancelled run raises `asyncio.CancelledError` with `.messages` added."""
+        state = self._start(prompt, deps)
+        try:
+            async with contextlib.aclosing(self._events(state, stream=False)) as events:
+                async for event in events:
+                    if isinstance(event, FinalResult):
+                        return event.result
+        except asyncio.CancelledError as exc:
+            exc.messages = list(state.messages)  # type: ignore[attr-defined]
+            exc.usage = state.usage  # type: ignore[attr-defined]
+            raise
+        raise AssertionError("the run ended without a final result")
+
+    def run_sync(self, prompt: str | list[Message], *, deps: Any = None) -> RunResult[OutputT]:
+        """`run` for code without an event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(prompt, deps=deps))
+        raise RuntimeError("run_sync was called inside a running event loop; use `await agent.run(...)`")
+
+    async def run_stream(self, prompt: str | list[Message], *, deps: Any = None) -> AsyncIterator[Event]:
+        """The run as events: `TextDelta` pieces of each turn, `ToolCallEvent`,
+        `ToolResultEvent`, then one `FinalResult`."""
+        state = self._start(prompt, deps)
+        try:
+            async with contextlib.aclosing(self._events(state, stream=True)) as events:
+                async for event in events:
+                    yield event
+        except asyncio.CancelledError as exc:
+            exc.messages = list(state.messages)  # type: ignore[attr-defined]
+            exc.usage = state.usage  # type: ignore[attr-defined]
+            raise
+
+    def _start(self, prompt: str | list[Message], deps: Any) -> _RunState:
+        deadline = None
+        if self.timeout is not None:
+            deadline = asyncio.get_running_loop().time() + self.timeout
+        return _RunState(initial_messages(prompt, self._system_prompt()), deps, deadline)
+
+    async def _events(self, state: _RunState, *, stream: bool) -> AsyncIterator[Event]:
+        runtime = self.runtime
+        tools_json = [t.to_openai() for t in self.tools.values()] or None
+        while True:
+            calls_only = self.tool_choice == "required" and not any(r.ok for r in state.records)
+            g = self.turn_grammar(runtime.tool_call_envelope, calls_only=calls_only)
+            if state.step >= self.max_steps:
+                raise StepLimitExceeded(f"no final answer after {self.max_steps} model turns (max_steps)", **state.context())
+            state.step += 1
+            budget = self._turn_budget(state)
+            options = dict(grammar=g, max_tokens=budget, tools=tools_json, temperature=self.temperature, seed=self.seed)
+            if stream:
+                pieces = runtime.stream(state.messages, **options)
+                try:
+                    while True:
+                        try:
+                            piece = await self._within(state, pieces.__anext__(), runtime)
+                        except StopAsyncIteration:
+                            break
+                        yield TextDelta(state.step, piece)
+                finally:
+                    await pieces.aclose()
+                generation = pieces.generation
+                assert generation is not None
+            else:
+                generation = await self._within(state, runtime.generate(state.messages, **options), runtime)
+            turn = self._read(state, generation, budget, g)
+            if turn.kind == "text":
+                state.messages.append(assistant_message(turn))
+                yield FinalResult(self._result(state, turn.text))
+                return
+            if turn.kind == "output":
+                output = self._accept_output(state, turn)
+                if output is not _RETRY:
+                    yield FinalResult(self._result(state, output))
+                    return
+                continue
+            state.messages.append(assistant_message(turn))
+            for call in turn.calls:
+                yield ToolCallEvent(state.step, call)
+            records = await self._within(state, self._run_calls(state, turn.calls), runtime)
+            for record in records:
+                state.messages.append(tool_message(record.call, self._tool_feedback(record)))
+                state.records.append(record)
+                yield ToolResultEvent(state.step, record)
+            self._count_failures(state, records)
+
+    def _turn_budget(self, state: _RunState) -> int:
+        if self.token_budget is None:
+            return self.max_tokens
+        left = self.token_budget - state.usage.completion_tokens
+        if left < 1:
+            raise TokenLimitExceeded(f"the run used its token budget of {self.token_budget}", **state.context())
+        return min(self.max_tokens, left)
+
+    async def _within(self, state: _RunState, work: Any, runtime: Runtime) -> Any:
+        """Await `work` within the run's deadline; runtime failures become run errors."""
+        try:
+            if state.deadline is None:
+                return await work
+            limit = asyncio.timeout_at(state.deadline)
+            try:
+                async with limit:
+                    return await work
+            except TimeoutError:
+                if not limit.expired():
+                    raise
+                raise RunTimeout(f"the run took longer than its timeout of {self.timeout:g} s", **state.context()) from None
+        except TokenBudgetExceeded as exc:
+            raise IncompleteOutput(
+                f"turn {state.step} reached max_tokens={self.max_tokens} before the answer was complete",
+                text=exc.text,
+                **state.context(),
+            ) from exc
+        except GrammarIgnored as exc:
+            raise UnexpectedModelOutput(
+                f"runtime {runtime.name!r} returned text its grammar rejects", text=exc.text, **state.context()
+            ) from exc
+        except (RuntimeFailure, GrammarError) as exc:
+            raise ModelRequestFailed(f"runtime {runtime.name!r} failed: {exc}", **state.context()) from exc
+
+    def _read(self, state: _RunState, generation: Generation, budget: int, g: Grammar | None) -> Turn:
+        state.usage = state.usage + generation.usage
+        if generation.finish_reason == "cancelled":
+            raise asyncio.CancelledError("the runtime cancelled the generation")
+        if budget_reached(generation, budget, constrained=g is not None):
+            raise IncompleteOutput(
+                f"turn {state.step} reached its token limit ({budget} tokens) before the model finished; "
+                "raise max_tokens",
+                text=generation.text,
+                **state.context(),
+            )
+        if self.token_budget is not None and state.usage.completion_tokens > self.token_budget:
+            raise TokenLimitExceeded(f"the run used more than its token budget of {self.token_budget}", **state.context())
+        try:
+            return parse_turn(
+                generation.text,
+                envelope=self.runtime.tool_call_envelope,
+                tool_names=set(self.tools),
+                step=state.step,
+                expect_output=self.output is not None,
+            )
+        except ValueError as exc:
+            raise UnexpectedModelOutput(f"turn {state.step}: {exc}", text=generation.text, **state.context()) from exc
+
+    def _accept_output(self, state: _RunState, turn: Turn) -> Any:
+        assert self.output is not None
+        state.messages.append(assistant_message(turn))
+        try:
+            return self.output.validate(turn.text)
+        except OutputValidationError as exc:
+            state.failures["output"] += 1
+            if state.failures["output"] > self.max_retries:
+                raise OutputValidationError(exc.violations, exc.text, **state.context()) from None
+            problems = "\n".join(f"- {v}" for v in exc.violations)
+            state.messages.append({"role": "user", "content": f"That answer is not valid:\n{problems}\nAnswer again."})
+            return _RETRY
+
+    async def _run_calls(self, state: _RunState, calls: Sequence[ToolCall]) -> list[ToolCallRecord]:
+        """Validate every call, then run the valid ones concurrently; results in call order."""
+
+        async def one(call: ToolCall) -> ToolCallRecord:
+            t = self.tools[call.name]
+            try:
+                args = t.validate(call.arguments)
+            except ToolArgumentsError as exc:
+                return ToolCallRecord(call, error=exc)
+            context = RunContext(
+                deps=state.deps,
+                messages=tuple(state.messages),
+                step=state.step,
+                tool_name=call.name,
+                tool_call_id=call.id,
+                usage=state.usage,
+            )
+            try:
+                result = await t.call(args, context, timeout=self.tool_timeout)
+            except Exception as exc:  # a failing tool is reported to the model, not raised
+                return ToolCallRecord(call, args, error=exc)
+            return ToolCallRecord(call, args, result=result)
+
+        return list(await asyncio.gather(*(one(c) for c in calls)))
+
+    def _tool_feedback(self, record: ToolCallRecord) -> str:
+        if record.error is None:
+            return render_result(record.result)
+        if isinstance(record.error, ToolArgumentsError):
+            problems = "\n".join(f"- {v}" for v in record.error.violations)
+            return f"Error: invalid arguments for {record.call.name}:\n{problems}\nCall it again with valid arguments."
+        return render_error(record.error)
+
+    def _count_failures(self, state: _RunState, records: list[ToolCallRecord]) -> None:
+        for record in records:
+            if isinstance(record.error, ToolArgumentsError):
+                state.failures[record.call.name] += 1
+                if state.failures[record.call.name] > self.max_retries:
+                    raise ToolRetriesExceeded(record.call.name, record.error, **state.context())
+
+    def _result(self, state: _RunState, output: Any) -> RunResult[OutputT]:
+        return RunResult(output, list(state.messages), state.usage, list(state.records), state.step)
+
+
+_RETRY = object()
+
+
+def _either(calls: Grammar, output: Grammar) -> Grammar:
+    """Tool calls or the final output, one grammar (dropped keywords of both kept)."""
+    from grammar._grammar import merge_rules
+    from grammar._ir import alt, ref
+
+    rules = merge_rules(("c-", calls.rules), ("o-", output.rules))
+    rules["root"] = alt(ref("c-" + calls.root), ref("o-" + output.root))
+    return Grammar(
+        rules,
+        "root",
+        dropped=calls.dropped + output.dropped,
+        ignored=calls.ignored + output.ignored,
+        source="tool_calls_or_output",
+    )

@@ -1,0 +1,203 @@
+"""Typed errors. Every error raised during a run carries the messages so far, so none is lost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+class AgentkitError(Exception):
+    """Base class of every error this package raises.
+
+    A cancelled run raises `asyncio.CancelledError` itself (so asyncio's cancellation keeps
+    working), with `messages` and `usage` attributes added, as on `RunError`.
+    """
+
+
+class ToolDefinitionError(AgentkitError, TypeError):
+    """A tool that cannot be built: a parameter whose type has no JSON Schema, a schema the
+    grammar cannot compile, or (with ``strict=True``) a constraint the grammar cannot enforce.
+
+    `parameter` names the offending parameter (signature tools); `keyword` and `pointer` name
+    the schema keyword and the JSON pointer where it stands (schema tools and strict refusals).
+    """
+
+    def __init__(
+        self,
+        tool: str,
+        message: str,
+        *,
+        parameter: str | None = None,
+        keyword: str | None = None,
+        pointer: str | None = None,
+    ):
+        self.tool = tool
+        self.parameter = parameter
+        self.keyword = keyword
+        self.pointer = pointer
+        self.reason = message
+        where = [f"tool {tool!r}"]
+        if parameter is not None:
+            where.append(f"parameter {parameter!r}")
+        if keyword is not None:
+            where.append(f"keyword {keyword!r}")
+        if pointer is not None:
+            where.append(f"at #{pointer}")
+        super().__init__(f"{', '.join(where)}: {message}")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One way a value failed its schema or type.
+
+    `field` is the path in the value (``"tags[1]"``, ``"address.zip"``; ``""`` for the whole
+    value); `keyword` the schema keyword or pydantic error type; `enforced_by` says who was
+    meant to hold it: ``"grammar"`` (the decoder should have made this impossible),
+    ``"validator"`` (the grammar could not enforce it, so it is checked after decoding) or
+    ``"parse"`` (the text is not a JSON document of the expected shape at all).
+    """
+
+    field: str
+    keyword: str
+    message: str
+    enforced_by: str = "validator"
+
+    def __str__(self) -> str:
+        where = self.field or "(value)"
+        note = {
+            "validator": " [checked after decoding: the grammar cannot enforce it]",
+            "grammar": " [enforced by the grammar while decoding]",
+        }.get(self.enforced_by, "")
+        return f"{where}: {self.message} ({self.keyword}){note}"
+
+
+class ToolTimeout(AgentkitError, TimeoutError):
+    """A tool call that ran past its timeout (the tool's own, else the agent's `tool_timeout`)."""
+
+    def __init__(self, tool: str, seconds: float):
+        self.tool = tool
+        self.seconds = seconds
+        super().__init__(f"tool {tool!r} did not finish within {seconds:g} s")
+
+
+def pydantic_violations(exc: Any, names: dict[str, str] | None = None) -> list[Violation]:
+    """A pydantic `ValidationError` as violations (`names` maps field names back to the
+    parameter names a tool's schema shows)."""
+    out = []
+    for err in exc.errors(include_url=False):
+        path = ""
+        for i, part in enumerate(err.get("loc", ())):
+            if i == 0 and names and isinstance(part, str):
+                part = names.get(part, part)
+            path = f"{path}[{part}]" if isinstance(part, int) else (f"{path}.{part}" if path else str(part))
+        out.append(Violation(path, err.get("type", "value"), err.get("msg", ""), "validator"))
+    return out
+
+
+class ValidationFailed(AgentkitError):
+    """A value (tool arguments or a final output) that did not validate; `violations` lists
+    each failure with the field, the keyword, and whether the grammar or the validator holds it."""
+
+    def __init__(self, what: str, violations: list[Violation], text: str | None = None):
+        self.what = what
+        self.violations = list(violations)
+        self.text = text
+        lines = "\n".join(f"  - {v}" for v in self.violations)
+        super().__init__(f"{what} did not validate:\n{lines}")
+
+
+class ToolArgumentsError(ValidationFailed):
+    """A tool call whose arguments do not validate into the tool's argument type."""
+
+    def __init__(self, tool: str, violations: list[Violation], text: str | None = None):
+        self.tool = tool
+        super().__init__(f"arguments of tool {tool!r}", violations, text)
+
+
+class OutputValidationError(ValidationFailed):
+    """A final output (agent `output_type`, `extract`) that does not validate into its type.
+
+    Raised by an agent once `max_retries` corrections have failed; carries the messages so far.
+    """
+
+    def __init__(
+        self,
+        violations: list[Violation],
+        text: str | None = None,
+        *,
+        messages: list[dict[str, Any]] | None = None,
+        usage: Any = None,
+    ):
+        self.messages = list(messages or [])
+        self.usage = usage
+        super().__init__("output", violations, text)
+
+
+class RunError(AgentkitError):
+    """An agent run that stopped before a final output; `messages` holds every message so far
+    (the prompt, each model turn, each tool result) and `usage` the tokens spent."""
+
+    def __init__(self, message: str, *, messages: list[dict[str, Any]], usage: Any = None):
+        self.messages = list(messages)
+        self.usage = usage
+        super().__init__(message)
+
+
+class UsageLimitExceeded(RunError):
+    """A run limit was reached: `limit` names it (``"steps"``, ``"tokens"``, ``"time"``)."""
+
+    limit: str = ""
+
+
+class StepLimitExceeded(UsageLimitExceeded):
+    limit = "steps"
+
+
+class TokenLimitExceeded(UsageLimitExceeded):
+    limit = "tokens"
+
+
+class RunTimeout(UsageLimitExceeded):
+    limit = "time"
+
+
+class IncompleteOutput(TokenLimitExceeded):
+    """Generation reached its token budget (`max_tokens`) before the model finished its answer
+    (the document unfinished, or closed early only because the budget ran out).
+
+    `text` is what was generated; no half object is ever returned.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        text: str,
+        messages: list[dict[str, Any]] | None = None,
+        usage: Any = None,
+    ):
+        self.text = text
+        super().__init__(message, messages=messages or [], usage=usage)
+
+
+class ToolRetriesExceeded(RunError):
+    """A tool's arguments failed validation more than `max_retries` times in one run."""
+
+    def __init__(self, tool: str, error: ValidationFailed, **kwargs: Any):
+        self.tool = tool
+        self.error = error
+        super().__init__(f"tool {tool!r}: arguments failed validation too often; last error: {error}", **kwargs)
+
+
+class ModelRequestFailed(RunError):
+    """The runtime failed (server error, connection lost, model or grammar-engine error);
+    `__cause__` is the original error."""
+
+
+class UnexpectedModelOutput(RunError):
+    """Model output that the turn's grammar should have made impossible (for instance a runtime
+    that ignored the grammar): `text` holds it."""
+
+    def __init__(self, message: str, *, text: str, **kwargs: Any):
+        self.text = text
+        super().__init__(message, **kwargs)

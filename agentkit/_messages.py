@@ -1,0 +1,138 @@
+"""Chat messages (OpenAI-style dicts, so any runtime or server takes them), tool-call envelopes,
+and what a model turn's text means: free text, tool calls, or a final output."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+import pydantic_core
+
+import grammar
+
+Envelope = Literal["json", "hermes"]
+
+
+class SystemMessage(TypedDict):
+    role: Literal["system"]
+    content: str
+
+
+class UserMessage(TypedDict):
+    role: Literal["user"]
+    content: str
+
+
+class AssistantMessage(TypedDict):
+    role: Literal["assistant"]
+    content: str
+
+
+class ToolMessage(TypedDict):
+    role: Literal["tool"]
+    tool_call_id: str
+    name: str
+    content: str
+
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call a model made: `id` (unique in the run), tool `name`, raw `arguments` as decoded."""
+
+    id: str
+    name: str
+    arguments: Any = field(default_factory=dict)
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": json.dumps(self.arguments, ensure_ascii=False)},
+        }
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What one model answer is: `"text"` (a final text answer), `"calls"`, or `"output"` (a
+    final output to validate into the run's output type)."""
+
+    kind: Literal["text", "calls", "output"]
+    text: str
+    calls: tuple[ToolCall, ...] = ()
+
+
+def initial_messages(prompt: str | list[Message], system_prompt: str | None) -> list[Message]:
+    """The conversation a run starts from: a prompt string becomes a user message; a message
+    list is copied; `system_prompt` leads (added to the list's own system message, once)."""
+    if isinstance(prompt, str):
+        messages: list[Message] = [{"role": "user", "content": prompt}]
+    else:
+        messages = [dict(m) for m in prompt]
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or "role" not in m:
+                raise TypeError(f"message {i} must be a dict with a 'role', got {m!r}")
+    if not system_prompt:
+        return messages
+    if messages and messages[0].get("role") == "system":
+        first = str(messages[0].get("content") or "")
+        if system_prompt not in first:  # a continued run already holds it
+            messages[0] = {**messages[0], "content": f"{first}\n\n{system_prompt}".lstrip()}
+    else:
+        messages.insert(0, {"role": "system", "content": system_prompt})
+    return messages
+
+
+def parse_turn(text: str, *, envelope: Envelope, tool_names: set[str], step: int, expect_output: bool) -> Turn:
+    """Read a model answer produced under the turn's grammar.
+
+    Tool calls come first: text the grammar's calls branch produced parses as calls naming
+    known tools. Otherwise it is the final output (when the run has an output type) or free
+    text. Raises ValueError for calls naming unknown tools or malformed envelopes, which only a
+    runtime that ignored the grammar can produce.
+    """
+    try:
+        raw = grammar.parse_tool_calls(text, envelope=envelope)
+    except ValueError:
+        if expect_output:
+            return Turn("output", text)
+        raise
+    if raw is None or (expect_output and not all(c.get("name") in tool_names for c in raw)):
+        return Turn("output" if expect_output else "text", text)
+    calls = []
+    for i, call in enumerate(raw):
+        name, arguments = call["name"], call["arguments"]
+        if name not in tool_names:
+            raise ValueError(f"call {i + 1} names an unknown tool {name!r}")
+        calls.append(ToolCall(f"call_{step}_{i + 1}", name, arguments))
+    return Turn("calls", text, tuple(calls))
+
+
+def assistant_message(turn: Turn) -> Message:
+    """The assistant message recording a turn: exactly the text the model wrote, calls
+    included in its own envelope, so the next turn's prompt shows the model its own format.
+    (An OpenAI-style `tool_calls` list beside it would make templates that render such lists
+    show each call twice; the calls are in `RunResult.tool_calls`.)"""
+    return {"role": "assistant", "content": turn.text}
+
+
+def tool_message(call: ToolCall, content: str) -> Message:
+    return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
+
+
+def render_result(value: Any) -> str:
+    """A tool's return value as the text the model reads (strings as they are, else JSON)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return pydantic_core.to_json(value).decode("utf-8")
+    except pydantic_core.PydanticSerializationError:
+        return repr(value)
+
+
+def render_error(error: BaseException) -> str:
+    """An exception as the model reads it in a tool message."""
+    return f"Error: {type(error).__name__}: {error}"

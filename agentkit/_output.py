@@ -1,0 +1,67 @@
+"""A typed final output (`extract(T, ...)`, `Agent(output_type=T)`): one schema, one lenient
+grammar and one validator, derived from the type, as for tool arguments."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Generic, TypeVar
+
+import pydantic
+
+import grammar
+from grammar import CompileError, Grammar
+
+from ._constraints import Constraints, report
+from ._errors import OutputValidationError, ToolDefinitionError, Violation, pydantic_violations
+from ._jsoncheck import check
+from ._schema import schema_for_type
+from ._types import UnsupportedType, prepare
+
+T = TypeVar("T")
+
+
+class OutputSpec(Generic[T]):
+    """Everything needed to constrain a generation to `T` and turn its text into a `T`."""
+
+    def __init__(self, output_type: type[T] | Any):
+        self.output_type = output_type
+        label = getattr(output_type, "__name__", None) or repr(output_type)
+        try:
+            self._adapter: pydantic.TypeAdapter[T] = pydantic.TypeAdapter(prepare(output_type))
+            self.schema = schema_for_type(prepare(output_type))
+        except UnsupportedType as exc:
+            raise ToolDefinitionError(f"output {label}", str(exc)) from None
+        except (pydantic.PydanticUserError, pydantic.errors.PydanticSchemaGenerationError,
+                pydantic.errors.PydanticInvalidForJsonSchema) as exc:
+            raise ToolDefinitionError(f"output {label}", f"type has no JSON Schema: {exc}") from None
+        try:
+            self.grammar: Grammar = grammar.from_json_schema(self.schema, lenient=True)
+        except CompileError as exc:
+            raise ToolDefinitionError(f"output {label}", exc.reason, keyword=exc.keyword, pointer=exc.pointer) from None
+        self.constraints: Constraints = report(self.schema, self.grammar, format_checked_after=True)
+
+    def instructions(self) -> str:
+        """The sentence that tells a model what to write."""
+        return (
+            "Answer with one JSON value that matches this JSON Schema, and nothing else:\n"
+            + json.dumps(self.schema, ensure_ascii=False)
+        )
+
+    def validate(self, text: str, **context: Any) -> T:
+        """`text` as a `T`; `OutputValidationError` naming each failed field and keyword
+        (`context` is passed to the error: `messages`, `usage`)."""
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise OutputValidationError([Violation("", "json", f"not JSON: {exc}", "parse")], text, **context) from None
+        problems = check(self.schema, value)
+        if problems:
+            violations = [
+                Violation(p.path, p.keyword, p.message, self.constraints.enforced_by(p.pointer.rsplit("/", 1)[0], p.keyword))
+                for p in problems
+            ]
+            raise OutputValidationError(violations, text, **context)
+        try:
+            return self._adapter.validate_json(text)
+        except pydantic.ValidationError as exc:
+            raise OutputValidationError(pydantic_violations(exc), text, **context) from None

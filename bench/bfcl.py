@@ -1,0 +1,441 @@
+"""BFCL evaluation: the default model, unconstrained and constrained to tool calls, on the same
+prompts, scored with BFCL's AST rules.
+
+    python -m bench.bfcl                       # simple_python, multiple, parallel, every item
+    python -m bench.bfcl --limit 20            # the first 20 items of each category
+    python -m bench.bfcl --categories parallel --json out.json
+
+Data: `$AGENTKIT_CORPUS/bfcl` (default `../shared/corpus/bfcl`), BFCL v4 (Apache-2.0).
+Both runs show the model the same messages and tool list (the runtime's own tool rendering);
+the unconstrained answer is parsed as best it can be (JSON calls, `<tool_call>` tags, code
+fences, Python call syntax); the constrained one is held by `grammar.tool_calls` with calls
+forced and `max_calls` from the category. Scoring follows BFCL's documented AST checker: the
+function name matches; every required parameter is present and no unknown one; each value
+equals one of the `possible_answer` values (an int is accepted where a float is expected;
+strings compared lowercased with spaces and `,./-_*^` removed; lists and dicts element by
+element; an optional parameter may be absent where `""` is among its answers); in parallel
+categories the calls match the expected calls in any order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grammar
+from agentkit import Tool, ToolArgumentsError, ToolDefinitionError
+
+CATEGORIES = ("simple_python", "multiple", "parallel")
+MAX_CALLS = {"simple_python": 1, "multiple": 1, "parallel": 8}
+"""Calls one answer may hold, per category (BFCL's parallel items expect up to 8)."""
+
+_TYPES = {
+    "dict": "object", "object": "object", "float": "number", "number": "number",
+    "integer": "integer", "int": "integer", "string": "string", "str": "string",
+    "boolean": "boolean", "bool": "boolean", "array": "array", "list": "array",
+    "tuple": "array", "null": "null",
+}
+
+
+# --- BFCL's parameter dialect -> JSON Schema ----------------------------------------------------
+
+
+def to_json_schema(node: Any, *, top: bool = True) -> Any:
+    """A BFCL `parameters` value as JSON Schema: `dict` -> object, `float` -> number,
+    `tuple` -> array, `any` -> no type; objects with declared properties are closed (BFCL
+    counts an unknown parameter as wrong); BFCL's own `optional` flag is dropped."""
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "type":
+            if value == "any":
+                continue
+            if value not in _TYPES:
+                raise ValueError(f"unknown BFCL type {value!r}")
+            out["type"] = _TYPES[value]
+        elif key == "properties" and isinstance(value, dict):
+            out["properties"] = {name: to_json_schema(sub, top=False) for name, sub in value.items()}
+        elif key == "items":
+            out["items"] = to_json_schema(value, top=False)
+        elif key == "additionalProperties" and isinstance(value, dict):
+            out[key] = to_json_schema(value, top=False)
+        elif key == "optional":
+            continue
+        else:
+            out[key] = value
+    if out.get("type") == "object" and "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    if top:
+        out["type"] = "object"
+        out.setdefault("properties", {})
+    if "required" in out and isinstance(out.get("properties"), dict):
+        out["required"] = [name for name in out["required"] if name in out["properties"]]
+    return out
+
+
+def build_tools(functions: list[dict[str, Any]]) -> list[Tool]:
+    """One schema-defined tool per BFCL function doc (never called: only validated)."""
+    return [
+        Tool.from_json_schema(f["name"], to_json_schema(f["parameters"]), _not_called, description=f.get("description"))
+        for f in functions
+    ]
+
+
+def _not_called(arguments: dict[str, Any]) -> None:
+    raise RuntimeError("BFCL tools are scored, never run")
+
+
+# --- reading answers ------------------------------------------------------------------------
+
+
+def parse_unconstrained(text: str) -> list[dict[str, Any]]:
+    """Calls found in free model text, as best they can be: a JSON call or list of calls
+    (bare, in `<tool_call>` tags or a code fence; `arguments` or `parameters`), else Python
+    call syntax (`f(a=1)` or `[f(a=1), g(b=2)]`). Empty when nothing parses."""
+    body = re.sub(r"```[a-zA-Z]*", "", text).replace("<tool_call>", "\n").replace("</tool_call>", "\n")
+    calls = _json_calls(body)
+    return calls if calls else _python_calls(body)
+
+
+def _json_calls(text: str) -> list[dict[str, Any]]:
+    decoder = json.JSONDecoder()
+    calls: list[dict[str, Any]] = []
+    pos = 0
+    while pos < len(text):
+        starts = [i for i in (text.find("{", pos), text.find("[", pos)) if i >= 0]
+        if not starts:
+            break
+        start = min(starts)
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            pos = start + 1
+            continue
+        found = [_as_call(v) for v in (value if isinstance(value, list) else [value])]
+        calls += [c for c in found if c is not None]
+        pos = end
+    return calls
+
+
+def _as_call(value: Any) -> dict[str, Any] | None:
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        return None
+    arguments = value.get("arguments", value.get("parameters", {}))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            return None
+    return {"name": value["name"], "arguments": arguments}
+
+
+def _python_calls(text: str) -> list[dict[str, Any]]:
+    for candidate in (text.strip(), *re.findall(r"\[[^\n]*\]|[\w.]+\([^\n]*\)", text)):
+        try:
+            tree = ast.parse(candidate, mode="eval").body
+        except SyntaxError:
+            continue
+        nodes = tree.elts if isinstance(tree, (ast.List, ast.Tuple)) else [tree]
+        calls = [c for c in (_python_call(n) for n in nodes) if c is not None]
+        if calls:
+            return calls
+    return []
+
+
+def _python_call(node: ast.AST) -> dict[str, Any] | None:
+    if not isinstance(node, ast.Call) or node.args:
+        return None
+    try:
+        name = ast.unparse(node.func)
+        arguments = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
+    except (ValueError, SyntaxError, TypeError):
+        return None
+    return {"name": name, "arguments": arguments}
+
+
+def structurally_valid(calls: list[dict[str, Any]], tools: dict[str, Tool]) -> bool:
+    """At least one call, each naming a known tool with arguments that validate."""
+    if not calls:
+        return False
+    for call in calls:
+        known = tools.get(call["name"])
+        if known is None:
+            return False
+        try:
+            known.validate(call["arguments"])
+        except ToolArgumentsError:
+            return False
+    return True
+
+
+# --- BFCL's AST rules ------------------------------------------------------------------------
+
+
+def standardize(text: str) -> str:
+    """BFCL's string normal form: lowercased, spaces and `,./-_*^` removed."""
+    return re.sub(r"[ ,./\-_*^]", "", text).lower().replace("'", '"')
+
+
+def value_matches(value: Any, answers: list[Any], schema: dict[str, Any]) -> bool:
+    """Whether `value` equals one of the acceptable `answers` under BFCL's comparison."""
+    return any(_equal(value, answer, schema) for answer in answers if answer != "")
+
+
+def _equal(value: Any, answer: Any, schema: dict[str, Any]) -> bool:
+    kind = schema.get("type")
+    if isinstance(answer, bool) or isinstance(value, bool):
+        return isinstance(answer, bool) and isinstance(value, bool) and value == answer
+    if kind == "number" and isinstance(value, (int, float)) and isinstance(answer, (int, float)):
+        return float(value) == float(answer)
+    if isinstance(answer, str):
+        return isinstance(value, str) and standardize(value) == standardize(answer)
+    if isinstance(answer, list):
+        item = schema.get("items", {}) if isinstance(schema.get("items"), dict) else {}
+        return isinstance(value, list) and len(value) == len(answer) and all(
+            _equal(v, a, item) for v, a in zip(value, answer, strict=True)
+        )
+    if isinstance(answer, dict):
+        return isinstance(value, dict) and _dict_matches(value, answer, schema)
+    if isinstance(answer, (int, float)) and isinstance(value, (int, float)):
+        return type(value) is type(answer) and value == answer
+    return value == answer
+
+
+def _dict_matches(value: dict[str, Any], answer: dict[str, Any], schema: dict[str, Any]) -> bool:
+    """A dict answer maps each key to its list of acceptable values (as parameters do)."""
+    props = schema.get("properties", {}) if isinstance(schema.get("properties"), dict) else {}
+    for key, options in answer.items():
+        options = options if isinstance(options, list) else [options]
+        if key not in value:
+            if "" not in options:
+                return False
+        elif not value_matches(value[key], options, props.get(key, {})):
+            return False
+    return all(key in answer for key in value)
+
+
+def call_matches(call: dict[str, Any], expected: dict[str, dict[str, list[Any]]], tools: dict[str, Tool]) -> bool:
+    """One model call against one ground-truth call `{name: {param: [answers...]}}`."""
+    [(name, params)] = expected.items()
+    if call.get("name") != name or name not in tools or not isinstance(call.get("arguments"), dict):
+        return False
+    schema = tools[name].schema
+    props = schema.get("properties", {})
+    arguments = call["arguments"]
+    if any(p not in arguments for p in schema.get("required", [])):
+        return False
+    if any(p not in props or p not in params for p in arguments):
+        return False
+    for param, answers in params.items():
+        if param not in arguments:
+            if "" not in answers:
+                return False
+        elif not value_matches(arguments[param], answers, props.get(param, {})):
+            return False
+    return True
+
+
+def ast_correct(calls: list[dict[str, Any]], ground_truth: list[dict[str, Any]], tools: dict[str, Tool]) -> bool:
+    """BFCL's AST verdict: as many calls as expected, matched one to one in any order."""
+    if len(calls) != len(ground_truth):
+        return False
+    return _assign(calls, ground_truth, tools, set())
+
+
+def _assign(calls: list[dict[str, Any]], expected: list[dict[str, Any]], tools: dict[str, Tool], used: set[int]) -> bool:
+    if not expected:
+        return True
+    first, rest = expected[0], expected[1:]
+    for i, call in enumerate(calls):
+        if i not in used and call_matches(call, first, tools):
+            if _assign(calls, rest, tools, used | {i}):
+                return True
+    return False
+
+
+# --- running --------------------------------------------------------------------------------
+
+
+@dataclass
+class Item:
+    id: str
+    messages: list[dict[str, Any]]
+    tools: dict[str, Tool]
+    ground_truth: list[dict[str, Any]]
+
+
+@dataclass
+class Outcome:
+    id: str
+    valid: bool
+    correct: bool
+    text: str
+    error: str | None = None
+
+
+@dataclass
+class CategoryScore:
+    name: str
+    skipped: list[str] = field(default_factory=list)
+    pairs: list[tuple[Outcome, Outcome]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def corpus_bfcl() -> Path:
+    root = Path(os.environ.get("AGENTKIT_CORPUS", Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"))
+    return root / "bfcl"
+
+
+def load(category: str, root: Path, limit: int | None) -> tuple[list[Item], list[str]]:
+    """The category's items (first `limit`), and ids whose tools cannot be built (with why)."""
+    questions = _lines(root / f"BFCL_v4_{category}.json")
+    answers = {a["id"]: a["ground_truth"] for a in _lines(root / "possible_answer" / f"BFCL_v4_{category}.json")}
+    items, skipped = [], []
+    for q in questions[:limit]:
+        try:
+            tools = {t.name: t for t in build_tools(q["function"])}
+        except (ToolDefinitionError, ValueError) as exc:
+            skipped.append(f"{q['id']}: {exc}")
+            continue
+        items.append(Item(q["id"], list(q["question"][0]), tools, answers[q["id"]]))
+    return items, skipped
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+async def run_item(item: Item, runtime: Any, category: str, max_tokens: int) -> tuple[Outcome, Outcome]:
+    """Both runs of one item. A run that fails (runtime or grammar error) counts as invalid,
+    and its error is kept."""
+    tools_json = [t.to_openai() for t in item.tools.values()]
+    free, free_calls, free_error = "", [], None
+    try:
+        free = (await runtime.generate(item.messages, tools=tools_json, max_tokens=max_tokens)).text
+        free_calls = parse_unconstrained(free)
+    except Exception as exc:  # any failure of the stack is a failed answer, reported as such
+        free_error = f"{type(exc).__name__}: {exc}"
+    unconstrained = Outcome(
+        item.id, structurally_valid(free_calls, item.tools), ast_correct(free_calls, item.ground_truth, item.tools),
+        free, free_error,
+    )
+    held, held_calls, held_error = "", [], None
+    try:
+        g = grammar.tool_calls(
+            [t.tool_schema() for t in item.tools.values()],
+            envelope=runtime.tool_call_envelope,
+            max_calls=MAX_CALLS.get(category, 1),
+            lenient=True,
+        )
+        held = (await runtime.generate(item.messages, grammar=g, tools=tools_json, max_tokens=max_tokens)).text
+        held_calls = grammar.parse_tool_calls(held, envelope=runtime.tool_call_envelope) or []
+    except Exception as exc:  # any failure of the stack is a failed answer, reported as such
+        held_error = f"{type(exc).__name__}: {exc}"
+    constrained = Outcome(
+        item.id, structurally_valid(held_calls, item.tools), ast_correct(held_calls, item.ground_truth, item.tools),
+        held, held_error,
+    )
+    return unconstrained, constrained
+
+
+async def evaluate(categories: list[str], limit: int | None, max_tokens: int, runtime: Any, verbose: bool) -> list[CategoryScore]:
+    root = corpus_bfcl()
+    scores = []
+    for category in categories:
+        items, skipped = load(category, root, limit)
+        score = CategoryScore(category, skipped)
+        start = time.perf_counter()
+        for n, item in enumerate(items, 1):
+            pair = await run_item(item, runtime, category, max_tokens)
+            score.pairs.append(pair)
+            if verbose:
+                print(f"  {item.id}: unconstrained {_mark(pair[0])}  constrained {_mark(pair[1])}", file=sys.stderr)
+            elif n % 10 == 0:
+                print(f"  {category}: {n}/{len(items)}", file=sys.stderr)
+        score.seconds = time.perf_counter() - start
+        scores.append(score)
+    return scores
+
+
+def _mark(o: Outcome) -> str:
+    return ("valid" if o.valid else "invalid") + ("+correct" if o.correct else "")
+
+
+def _rate(k: int, n: int) -> str:
+    return f"{k / n:6.1%}" if n else "   n/a"
+
+
+def report(scores: list[CategoryScore]) -> str:
+    head = (
+        f"{'category':<14} {'n':>4}  {'valid(free)':>11} {'valid(held)':>11}  "
+        f"{'AST(free)':>9} {'AST(held)':>9}  {'both':>4} {'free only':>9} {'held only':>9}  {'skipped':>7}"
+    )
+    lines = [head, "-" * len(head)]
+    total: list[tuple[Outcome, Outcome]] = []
+    for s in scores:
+        total += s.pairs
+        lines.append(_row(s.name, s.pairs, len(s.skipped)))
+    lines.append("-" * len(head))
+    lines.append(_row("all", total, sum(len(s.skipped) for s in scores)))
+    return "\n".join(lines)
+
+
+def _row(name: str, pairs: list[tuple[Outcome, Outcome]], skipped: int) -> str:
+    n = len(pairs)
+    vf = sum(u.valid for u, _ in pairs)
+    vh = sum(c.valid for _, c in pairs)
+    af = sum(u.correct for u, _ in pairs)
+    ah = sum(c.correct for _, c in pairs)
+    both = sum(u.correct and c.correct for u, c in pairs)
+    return (
+        f"{name:<14} {n:>4}  {_rate(vf, n):>11} {_rate(vh, n):>11}  {_rate(af, n):>9} {_rate(ah, n):>9}  "
+        f"{both:>4} {af - both:>9} {ah - both:>9}  {skipped:>7}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.bfcl", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--categories", nargs="+", default=list(CATEGORIES), choices=CATEGORIES)
+    parser.add_argument("--limit", type=int, default=None, help="items per category (default: all)")
+    parser.add_argument("--max-tokens", type=int, default=256, help="token budget per answer")
+    parser.add_argument("--json", type=Path, help="write every answer and verdict here")
+    parser.add_argument("--verbose", action="store_true", help="print each item's verdicts")
+    args = parser.parse_args(argv)
+    if not corpus_bfcl().is_dir():
+        print(f"BFCL data not found at {corpus_bfcl()}: set AGENTKIT_CORPUS", file=sys.stderr)
+        return 2
+    import runtimes
+
+    runtime = runtimes.default()
+    print(f"model: {runtime.name}  envelope: {runtime.tool_call_envelope}  max_tokens: {args.max_tokens}")
+    scores = asyncio.run(evaluate(args.categories, args.limit, args.max_tokens, runtime, args.verbose))
+    print(report(scores))
+    for s in scores:
+        for why in s.skipped:
+            print(f"skipped {why}")
+        print(f"{s.name}: {s.seconds:.0f} s for {len(s.pairs)} items (two generations each)")
+        for u, c in s.pairs:
+            for run, o in (("unconstrained", u), ("constrained", c)):
+                if o.error:
+                    print(f"  {o.id}: the {run} run failed: {o.error[:200]}")
+    if args.json:
+        args.json.write_text(json.dumps(
+            {s.name: [{"free": vars(u), "held": vars(c)} for u, c in s.pairs] for s in scores},
+            ensure_ascii=False, indent=1,
+        ))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,335 @@
+"""The agent loop with scripted and random test models: calls validated and run, results and
+errors fed back, limits enforced, and no error that loses the messages so far."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import AfterValidator, BaseModel
+
+from agentkit import (
+    Agent,
+    FinalResult,
+    IncompleteOutput,
+    ModelRequestFailed,
+    OutputValidationError,
+    RunContext,
+    RunError,
+    RunTimeout,
+    StepLimitExceeded,
+    TextDelta,
+    TokenLimitExceeded,
+    ToolArgumentsError,
+    ToolCallEvent,
+    ToolDefinitionError,
+    ToolResultEvent,
+    ToolRetriesExceeded,
+    ToolTimeout,
+    UsageLimitExceeded,
+    tool,
+)
+from runtimes.testing import RandomRuntime, ScriptedRuntime
+
+
+def call(name: str, arguments: str) -> str:
+    return f'{{"name":"{name}","arguments":{arguments}}}'
+
+
+@tool
+def get_weather(city: str, days: int = 1) -> dict[str, Any]:
+    """The weather in a city.
+
+    Args:
+        city: City name.
+        days: Days ahead.
+    """
+    return {"city": city, "temp_c": 21, "days": days}
+
+
+@tool
+async def to_fahrenheit(celsius: float) -> float:
+    """Convert Celsius to Fahrenheit."""
+    return celsius * 9 / 5 + 32
+
+
+def _no_digits(value: str) -> str:
+    if any(ch.isdigit() for ch in value):
+        raise ValueError("must not contain digits")
+    return value
+
+
+@tool
+def greet(name: Annotated[str, AfterValidator(_no_digits)]) -> str:
+    """Greet someone by name."""
+    return f"hello {name}"
+
+
+async def test_calls_run_and_results_go_back_until_a_text_answer() -> None:
+    answers = [call("get_weather", '{"city":"Oslo"}'), call("to_fahrenheit", '{"celsius":21}'), "It is 69.8 F."]
+    rt = ScriptedRuntime(list(answers))
+    result = await Agent([get_weather, to_fahrenheit], rt).run("Weather in Oslo, in F?")
+    assert result.output == "It is 69.8 F."
+    assert result.steps == 3
+    assert [m["role"] for m in result.messages] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert result.messages[2]["content"] == '{"city":"Oslo","temp_c":21,"days":1}'
+    assert result.messages[4]["content"] == "69.8"
+    first, second = result.tool_calls
+    assert isinstance(first.arguments, get_weather.args_type) and first.arguments.city == "Oslo"
+    assert second.result == 69.8
+    assert result.usage.completion_tokens == sum(len(a.encode()) for a in answers)
+    # the runtime was shown the tools and held to the turn grammar
+    assert rt.calls[0].tools == [get_weather.to_openai(), to_fahrenheit.to_openai()]
+    assert rt.calls[0].grammar is not None
+
+
+def test_run_sync_and_continuing_a_conversation() -> None:
+    rt = ScriptedRuntime(["Hi.", "Bye."])
+    agent = Agent([get_weather], rt, system_prompt="Be brief.")
+    first = agent.run_sync("Hello")
+    assert first.messages[0] == {"role": "system", "content": "Be brief."}
+    second = agent.run_sync(first.messages + [{"role": "user", "content": "Goodbye"}])
+    assert second.output == "Bye."
+    assert [m["role"] for m in second.messages] == ["system", "user", "assistant", "user", "assistant"]
+
+
+async def test_hermes_envelope() -> None:
+    text = "<tool_call>\n" + call("get_weather", '{"city":"Rome","days":2}') + "\n</tool_call>"
+    rt = ScriptedRuntime([text, "Sunny."], tool_call_envelope="hermes")
+    result = await Agent([get_weather], rt).run("Rome?")
+    assert result.tool_calls[0].arguments.days == 2
+    assert result.messages[1] == {"role": "assistant", "content": text}
+
+
+async def test_several_calls_in_one_turn_run_concurrently() -> None:
+    both_started = asyncio.Event()
+    started: list[str] = []
+
+    async def wait_for_the_other(name: str) -> str:
+        started.append(name)
+        if len(started) == 2:
+            both_started.set()
+        await both_started.wait()  # only returns if the other call runs at the same time
+        return name
+
+    @tool(timeout=5)
+    async def left() -> str:
+        """Left."""
+        return await wait_for_the_other("left")
+
+    @tool(timeout=5)
+    async def right() -> str:
+        """Right."""
+        return await wait_for_the_other("right")
+
+    rt = ScriptedRuntime([call("left", "{}") + "\n" + call("right", "{}"), "done"])
+    result = await Agent([left, right], rt).run("go")
+    assert [r.result for r in result.tool_calls] == ["left", "right"]
+
+
+async def test_a_tool_that_raises_is_reported_to_the_model() -> None:
+    @tool
+    def broken(x: int) -> int:
+        """Always fails."""
+        raise ValueError(f"cannot handle {x}")
+
+    rt = ScriptedRuntime([call("broken", '{"x":3}'), "Sorry."])
+    result = await Agent([broken], rt).run("go")
+    assert result.output == "Sorry."
+    [record] = result.tool_calls
+    assert isinstance(record.error, ValueError)
+    assert result.messages[2] == {
+        "role": "tool", "tool_call_id": "call_1_1", "name": "broken", "content": "Error: ValueError: cannot handle 3"
+    }
+
+
+async def test_a_tool_that_hangs_past_its_timeout_is_reported() -> None:
+    @tool
+    async def slow() -> str:
+        """Never finishes."""
+        await asyncio.sleep(3600)
+        return "late"
+
+    rt = ScriptedRuntime([call("slow", "{}"), "Gave up."])
+    result = await Agent([slow], rt, tool_timeout=0.05).run("go")
+    assert isinstance(result.tool_calls[0].error, ToolTimeout)
+    assert "did not finish within" in result.messages[2]["content"]
+
+
+async def test_invalid_arguments_are_fed_back_and_corrected() -> None:
+    rt = ScriptedRuntime([call("greet", '{"name":"R2D2"}'), call("greet", '{"name":"Artoo"}'), "Done."])
+    result = await Agent([greet], rt).run("greet R2D2")
+    bad, good = result.tool_calls
+    assert isinstance(bad.error, ToolArgumentsError)
+    assert bad.error.violations[0].field == "name"
+    assert "must not contain digits" in result.messages[2]["content"]
+    assert good.result == "hello Artoo"
+
+
+async def test_invalid_arguments_retries_are_bounded() -> None:
+    bad = call("greet", '{"name":"R2D2"}')
+    rt = ScriptedRuntime([bad, bad, bad, "never reached"])
+    with pytest.raises(ToolRetriesExceeded) as info:
+        await Agent([greet], rt, max_retries=2).run("greet")
+    assert info.value.tool == "greet"
+    roles = [m["role"] for m in info.value.messages]
+    assert roles == ["user"] + ["assistant", "tool"] * 3
+    assert rt.responses == ["never reached"]
+
+
+class Opaque:
+    """A class pydantic has no schema for."""
+
+
+def test_an_unknown_type_is_refused_when_the_agent_is_built() -> None:
+    def use(thing: Opaque) -> None:
+        """Uses a thing."""
+
+    with pytest.raises(ToolDefinitionError) as info:
+        Agent([use], ScriptedRuntime([]))
+    assert info.value.parameter == "thing"
+
+
+async def test_hitting_the_token_limit_keeps_the_messages() -> None:
+    rt = ScriptedRuntime([call("get_weather", '{"city":"Oslo"}'), "x" * 100])
+    with pytest.raises(IncompleteOutput) as info:
+        await Agent([get_weather], rt, max_tokens=60).run("weather?")
+    error = info.value
+    assert isinstance(error, UsageLimitExceeded)
+    assert [m["role"] for m in error.messages] == ["user", "assistant", "tool"]
+    assert error.text == "x" * 60
+    assert error.usage.completion_tokens > 0
+
+
+async def test_the_run_token_budget() -> None:
+    step = call("get_weather", '{"city":"Oslo"}')
+    rt = ScriptedRuntime([step, step, step])
+    with pytest.raises(TokenLimitExceeded) as info:
+        await Agent([get_weather], rt, token_budget=len(step) * 2 + 5).run("weather?")
+    assert len(info.value.messages) == 5
+    assert rt.calls[-1].max_tokens == 5
+
+
+async def test_the_step_limit() -> None:
+    step = call("get_weather", '{"city":"Oslo"}')
+    rt = ScriptedRuntime([step] * 3)
+    with pytest.raises(StepLimitExceeded) as info:
+        await Agent([get_weather], rt, max_steps=3).run("weather?")
+    assert len(info.value.messages) == 1 + 3 * 2
+    assert info.value.limit == "steps"
+
+
+async def test_the_run_timeout_keeps_the_messages() -> None:
+    @tool
+    async def stuck() -> None:
+        """Waits forever."""
+        await asyncio.Event().wait()
+
+    rt = ScriptedRuntime([call("stuck", "{}")])
+    with pytest.raises(RunTimeout) as info:
+        await Agent([stuck], rt, timeout=0.1, tool_timeout=None).run("go")
+    assert [m["role"] for m in info.value.messages] == ["user", "assistant"]
+
+
+async def test_a_cancelled_run_keeps_the_messages() -> None:
+    entered = asyncio.Event()
+
+    @tool
+    async def block() -> None:
+        """Blocks until cancelled."""
+        entered.set()
+        await asyncio.Event().wait()
+
+    rt = ScriptedRuntime([call("block", "{}")])
+    task = asyncio.create_task(Agent([block], rt, tool_timeout=None).run("go"))
+    await entered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError) as info:
+        await task
+    assert task.cancelled()
+    assert [m["role"] for m in info.value.messages] == ["user", "assistant"]
+
+
+class City(BaseModel):
+    name: str
+    population: Annotated[int, AfterValidator(lambda n: n if n > 0 else (_ for _ in ()).throw(ValueError("must be positive")))]
+
+
+async def test_typed_output_after_tool_calls() -> None:
+    rt = ScriptedRuntime([call("get_weather", '{"city":"Oslo"}'), '{"name":"Oslo","population":700000}'])
+    result = await Agent([get_weather], rt, output_type=City).run("Oslo?")
+    assert result.output == City(name="Oslo", population=700000)
+    assert "JSON Schema" in result.messages[0]["content"]
+
+
+async def test_invalid_output_is_corrected_then_bounded() -> None:
+    rt = ScriptedRuntime(['{"name":"Oslo","population":0}', '{"name":"Oslo","population":5}'])
+    result = await Agent([], rt, output_type=City).run("Oslo?")
+    assert result.output.population == 5
+    assert "must be positive" in result.messages[3]["content"]
+
+    rt = ScriptedRuntime(['{"name":"Oslo","population":0}'] * 2)
+    with pytest.raises(OutputValidationError) as info:
+        await Agent([], rt, output_type=City, max_retries=1).run("Oslo?")
+    assert len(info.value.messages) == 1 + 1 + 3
+
+
+async def test_run_stream_events_in_order() -> None:
+    rt = ScriptedRuntime([call("get_weather", '{"city":"Oslo"}'), "Mild."])
+    events = [e async for e in Agent([get_weather], rt).run_stream("Oslo?")]
+    kinds = [type(e) for e in events]
+    first_call = kinds.index(ToolCallEvent)
+    assert set(kinds[:first_call]) == {TextDelta}
+    assert kinds[first_call + 1] is ToolResultEvent
+    assert isinstance(events[-1], FinalResult)
+    assert events[-1].result.output == "Mild."
+    text = "".join(e.text for e in events if isinstance(e, TextDelta) and e.step == 2)
+    assert text == "Mild."
+
+
+async def test_deps_reach_tools_through_the_context() -> None:
+    @tool
+    def whoami(ctx: RunContext[str]) -> str:
+        """Who is asking."""
+        return f"{ctx.deps} at step {ctx.step}"
+
+    rt = ScriptedRuntime([call("whoami", "{}"), "ok"])
+    result = await Agent([whoami], rt).run("?", deps="ann")
+    assert result.tool_calls[0].result == "ann at step 1"
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_random_models_end_in_a_result_or_a_typed_error(seed: int) -> None:
+    """Whatever a (random) model writes, the run ends in a result or a `RunError`, with every
+    executed call's arguments validated into the tool's typed class."""
+    agent = Agent([get_weather, to_fahrenheit], RandomRuntime(seed=seed), max_steps=3, max_tokens=48)
+    try:
+        result = agent.run_sync("weather?")
+    except RunError as error:
+        assert error.messages[0] == {"role": "user", "content": "weather?"}
+        return
+    assert isinstance(result.output, str) and result.output.strip()
+    for record in result.tool_calls:
+        assert not isinstance(record.error, ToolArgumentsError)
+        assert isinstance(record.arguments, agent.tools[record.call.name].args_type)
+
+
+def test_the_system_prompt_joins_a_given_system_message_once() -> None:
+    rt = ScriptedRuntime(["a", "b"])
+    agent = Agent([], rt, system_prompt="Be brief.")
+    first = agent.run_sync([{"role": "system", "content": "You are Ann."}, {"role": "user", "content": "hi"}])
+    assert first.messages[0]["content"] == "You are Ann.\n\nBe brief."
+    second = agent.run_sync(first.messages + [{"role": "user", "content": "again"}])
+    assert second.messages[0]["content"] == "You are Ann.\n\nBe brief."
+
+
+async def test_a_failing_runtime_keeps_the_messages() -> None:
+    rt = ScriptedRuntime([call("get_weather", '{"city":"Oslo"}')])  # no second answer: the runtime fails
+    with pytest.raises(ModelRequestFailed) as info:
+        await Agent([get_weather], rt).run("weather?")
+    assert [m["role"] for m in info.value.messages] == ["user", "assistant", "tool"]
+    assert info.value.__cause__ is not None

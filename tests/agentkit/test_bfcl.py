@@ -1,0 +1,130 @@
+"""The BFCL benchmark's pieces: dialect conversion, answer parsing, and the AST rules, checked
+on BFCL's own ground truth (the benchmark itself runs a model and is not part of the suite)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from bench.bfcl import (
+    CATEGORIES,
+    ast_correct,
+    build_tools,
+    load,
+    parse_unconstrained,
+    standardize,
+    structurally_valid,
+    to_json_schema,
+)
+
+
+def _first_answers(ground_truth: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A call list made of the first acceptable value of every parameter (skipping `""`)."""
+    calls = []
+    for expected in ground_truth:
+        [(name, params)] = expected.items()
+        arguments = {}
+        for param, answers in params.items():
+            usable = [a for a in answers if a != ""]
+            if usable:
+                arguments[param] = _first(usable[0])
+        calls.append({"name": name, "arguments": arguments})
+    return calls
+
+
+def _first(answer: Any) -> Any:
+    if isinstance(answer, dict):
+        usable = {k: [a for a in v if a != ""] for k, v in answer.items()}
+        return {k: _first(v[0]) for k, v in usable.items() if v}
+    if isinstance(answer, list):
+        return [_first(a) for a in answer]
+    return answer
+
+
+@pytest.mark.parametrize("category", CATEGORIES)
+def test_converted_schemas_are_json_schema_and_ground_truth_scores_correct(corpus: Path, category: str) -> None:
+    items, skipped = load(category, corpus / "bfcl", None)
+    assert len(items) + len(skipped) == {"simple_python": 400, "multiple": 200, "parallel": 200}[category]
+    assert len(skipped) <= len(items) // 20
+    correct = 0
+    for item in items:
+        for t in item.tools.values():
+            jsonschema.Draft202012Validator.check_schema(t.schema)
+        calls = _first_answers(item.ground_truth)
+        if ast_correct(calls, item.ground_truth, item.tools):
+            correct += 1
+            assert ast_correct(list(reversed(calls)), item.ground_truth, item.tools)
+    assert correct >= 0.95 * len(items)
+
+
+def test_ast_rules() -> None:
+    [t] = build_tools([{
+        "name": "area",
+        "description": "Area.",
+        "parameters": {"type": "dict", "properties": {
+            "width": {"type": "float"}, "unit": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}},
+        }, "required": ["width"]},
+    }])
+    tools = {"area": t}
+    truth = [{"area": {"width": [2.0], "unit": ["Square Meters", ""], "tags": [["a-b", "C"], ""]}}]
+
+    def verdict(arguments: dict[str, Any], name: str = "area") -> bool:
+        return ast_correct([{"name": name, "arguments": arguments}], truth, tools)
+
+    assert verdict({"width": 2})  # an int where a float is expected
+    assert verdict({"width": 2.0, "unit": "square meters"})  # case and spaces ignored
+    assert verdict({"width": 2.0, "tags": ["ab", "c"]})  # list items compared one by one
+    assert not verdict({"unit": "square meters"})  # required parameter missing
+    assert not verdict({"width": 2.0, "colour": "red"})  # unknown parameter
+    assert not verdict({"width": 3.0})
+    assert not verdict({"width": 2.0, "tags": ["ab"]})
+    assert not verdict({"width": 2.0}, name="volume")
+    assert not ast_correct([], truth, tools)
+    assert standardize("New-York, U.S.A_") == "newyorkusa"
+
+
+def test_dialect_conversion() -> None:
+    schema = to_json_schema({"type": "dict", "properties": {
+        "point": {"type": "tuple", "items": {"type": "float"}},
+        "meta": {"type": "dict", "properties": {"k": {"type": "any"}}, "optional": True},
+    }, "required": ["point", "missing"]})
+    assert schema == {
+        "type": "object",
+        "properties": {
+            "point": {"type": "array", "items": {"type": "number"}},
+            "meta": {"type": "object", "properties": {"k": {}}, "additionalProperties": False},
+        },
+        "required": ["point"],
+        "additionalProperties": False,
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "f", "arguments": {"a": 1}}',
+        '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>',
+        'Sure! ```json\n[{"name": "f", "parameters": {"a": 1}}]\n```',
+        "[f(a=1)]",
+        "The call is f(a=1)",
+        '{"name": "f", "arguments": "{\\"a\\": 1}"}',
+    ],
+)
+def test_unconstrained_answers_are_parsed_as_best_they_can_be(text: str) -> None:
+    assert parse_unconstrained(text) == [{"name": "f", "arguments": {"a": 1}}]
+
+
+def test_structural_validity() -> None:
+    parameters = {"type": "dict", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    [t] = build_tools([{"name": "f", "parameters": parameters}])
+    tools = {"f": t}
+    assert structurally_valid([{"name": "f", "arguments": {"a": 1}}], tools)
+    assert not structurally_valid([{"name": "f", "arguments": {"a": "1"}}], tools)
+    assert not structurally_valid([{"name": "g", "arguments": {}}], tools)
+    assert not structurally_valid([], tools)
+    assert parse_unconstrained("I cannot help with that.") == []
+    assert json.loads(json.dumps(t.to_openai()))["function"]["name"] == "f"
