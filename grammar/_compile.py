@@ -19,7 +19,7 @@ from ._tokens import TokenTables, token_tables
 
 # Breadth-first search for the shortest completion stops after this many states; the
 # distance found so far is then still a valid lower bound.
-MAX_COMPLETION_SEARCH = 400
+MAX_COMPLETION_SEARCH = 2_000
 
 _UTF8_SHAPES = (
     ((0xC2, 0xDF), (0x80, 0xBF)),
