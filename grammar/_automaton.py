@@ -306,6 +306,7 @@ class Automaton:
         self.configs: list[frozenset] = []
         self.index: dict[frozenset, int] = {}
         self.accepting: list[bool] = []
+        self.depths: list[int] = []  # deepest return stack among a state's configurations
         self.rows: list[list[int] | None] = []
         self.table = np.full((64, self.n_classes), UNBUILT, dtype=np.int16)
         self._moves: dict[frozenset, int] = {}
@@ -376,6 +377,7 @@ class Automaton:
         if sid >= MAX_DFA_STATES:
             raise LimitError(f"more than {MAX_DFA_STATES} grammar states visited", keyword="size")
         self.configs.append(kernel)
+        self.depths.append(max((_depth(st) for _, st in kernel), default=0))
         self.accepting.append(accept)
         self.rows.append(None)
         self.index[key] = sid  # type: ignore[index]
@@ -474,6 +476,27 @@ class Automaton:
                     seen.add(v)
                     frontier.append((v, d + 1))
         return None
+
+    def stuck_at_depth_limit(self, s: int, limit: int = 10_000) -> bool:
+        """Whether `s`, at the stack-depth bound, can neither finish nor return from its frame.
+
+        The bound cuts off calls, so a state there may only lead to dead ends; one that can
+        pop back to a shallower frame, or accept, is not stuck (searched within `limit` states).
+        """
+        depth = self.depths[s]
+        if depth < MAX_STACK_DEPTH:
+            return False
+        seen = {s}
+        todo = [s]
+        while todo and len(seen) < limit:
+            u = todo.pop()
+            if self.accepting[u] or self.depths[u] < depth:
+                return False
+            for v in set(self.build(u)):
+                if v >= 0 and v not in seen:
+                    seen.add(v)
+                    todo.append(v)
+        return not todo
 
     def describe(self, s: int) -> str:
         """A short, human-readable account of where state `s` stands in the grammar."""

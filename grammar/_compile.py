@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._automaton import DEAD, UNBUILT, Automaton
+from ._automaton import DEAD, MAX_STACK_DEPTH, UNBUILT, Automaton
 from ._errors import MatcherError
 from ._grammar import Grammar
 from ._tokens import TokenTables, token_tables
@@ -87,6 +87,7 @@ class CompiledGrammar:
         self._pool: dict[tuple[bool, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._distance: dict[int, int] = {}
         self._utf8_loop: dict[int, bool] = {}
+        self._doom: dict[int, bool] = {}
         self._lock = threading.RLock()
 
     @property
@@ -136,11 +137,12 @@ class CompiledGrammar:
             rest = rest[row_np[t.matrix[0, rest]] >= 0]
             positions, ends = self._walk(state, rest)
             successors = [ends, np.array([state], np.int32)]
+        positions, ends = self._without_doomed(positions, ends)
         allowed[t.order[positions]] = True
         long_ends = []
         for tid in t.long_ids[row_np[t.long_first] >= 0].tolist():
             nxt = a.walk(state, t.token_bytes[tid])
-            if nxt >= 0:
+            if nxt >= 0 and not self._doomed(nxt):
                 allowed[tid] = True
                 long_ends.append(nxt)
         successors.append(np.asarray(long_ends, np.int32))
@@ -161,6 +163,24 @@ class CompiledGrammar:
             cleared = np.concatenate([ids, padding]) if inverted else ids
             shared = self._pool[key] = (ids, *packed_words(cleared, inverted))
         return StateMask(count, shared[0], inverted, shared[1], shared[2], succ)
+
+    def _doomed(self, state: int) -> bool:
+        """Whether no document can be completed from `state` (only where the stack-depth bound
+        cut calls off: the IR has no unproductive rules)."""
+        if self.automaton.depths[state] < MAX_STACK_DEPTH:
+            return False
+        found = self._doom.get(state)
+        if found is None:
+            found = self._doom[state] = self.automaton.stuck_at_depth_limit(state)
+        return found
+
+    def _without_doomed(self, positions: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        depths = self.automaton.depths
+        doomed = [v for v in set(ends.tolist()) if depths[v] >= MAX_STACK_DEPTH and self._doomed(v)]
+        if not doomed:
+            return positions, ends
+        keep = ~np.isin(ends, doomed)
+        return positions[keep], ends[keep]
 
     def _loop_class(self, state: int, row_np: np.ndarray):
         loop_bytes = np.flatnonzero(row_np == state)
@@ -288,11 +308,13 @@ class CompiledGrammar:
         if self.automaton.accepting[state]:
             return self.tables.eos_ids
         t = self.tables
-        positions, ends = self._walk(state, self._first_byte_positions(self.automaton.byte_row(state)))
+        positions, ends = self._without_doomed(
+            *self._walk(state, self._first_byte_positions(self.automaton.byte_row(state)))
+        )
         long_ids, long_ends = [], []
         for tid in t.long_ids.tolist():
             v = self.automaton.walk(state, t.token_bytes[tid])
-            if v >= 0:
+            if v >= 0 and not self._doomed(v):
                 long_ids.append(tid)
                 long_ends.append(v)
         ids = np.concatenate([t.order[positions], np.asarray(long_ids, np.int32)])

@@ -269,3 +269,22 @@ def test_real_vocabulary_walks(smollm2_gguf):
         eos = set(vocab.eos_ids)
         json.loads(vocab.decode([t for t in taken if t not in eos]).decode("utf-8"))
         assert not (set(taken[:-1]) & set(vocab.special_ids))
+
+
+def test_no_dead_end_at_the_stack_depth_bound():
+    """Nesting past the depth bound is refused before it can strand the document."""
+    g = grammar.tool_calls([grammar.ToolSchema("f", {"type": "object", "properties": {"d": {"type": "object"}}})])
+    vocab = Vocabulary.from_tokens([b""] + [bytes([b]) for b in range(256)], eos_ids=[0])
+    m = grammar.Matcher(grammar.compile(g, vocab))
+    refused = False
+    for byte in b'{"name":"f","arguments":{"d":' + b'{"k":' * 80:
+        if byte + 1 not in set(m.next_token_mask().allowed_ids().tolist()):
+            refused = True
+            break
+        assert m.accept_bytes(bytes([byte]))
+        m.min_tokens_to_complete()  # never "no completion is reachable"
+    assert refused
+    steps = m.min_tokens_to_complete()
+    for _ in range(steps):
+        assert m.accept_token(m.shortest_completion_token())
+    assert m.is_complete()
