@@ -3,6 +3,7 @@ package, run by llama.cpp on 2 threads. Loaded once per process and shared."""
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import threading
 from pathlib import Path
@@ -38,3 +39,11 @@ def default() -> LlamaCpp:
         if _default is None or _default.closed:
             _default = LlamaCpp(default_model_path(), n_threads=2)
         return _default
+
+
+@atexit.register
+def _close_default() -> None:
+    # Free the model while the interpreter is whole: llama.cpp's own finaliser fails when it
+    # runs during shutdown, after the modules it calls into are gone.
+    if _default is not None:
+        _default._close()
