@@ -19,6 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ._analysis import left_recursion, nullable_rules
 from ._errors import CompileError, LimitError
 from ._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq
 
@@ -118,67 +119,14 @@ def _recursive_rules(rules: Rules) -> set[str]:
     return out
 
 
-def _nullable_rules(rules: Rules) -> set[str]:
-    nullable: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name in rules.reachable():
-            if name not in nullable and _nullable(rules.rules[name], nullable):
-                nullable.add(name)
-                changed = True
-    return nullable
-
-
-def _nullable(node: Node, nullable: set[str]) -> bool:
-    if isinstance(node, Lit):
-        return not node.text
-    if isinstance(node, Chars):
-        return False
-    if isinstance(node, Seq):
-        return all(_nullable(n, nullable) for n in node.items)
-    if isinstance(node, Alt):
-        return any(_nullable(n, nullable) for n in node.items)
-    if isinstance(node, Repeat):
-        return node.min == 0 or _nullable(node.item, nullable)
-    return node.name in nullable
-
-
-def _left_refs(node: Node, nullable: set[str]) -> set[str]:
-    """Rules that can be entered before any input is consumed by `node`."""
-    if isinstance(node, Ref):
-        return {node.name}
-    if isinstance(node, Seq):
-        out: set[str] = set()
-        for item in node.items:
-            out |= _left_refs(item, nullable)
-            if not _nullable(item, nullable):
-                break
-        return out
-    if isinstance(node, Alt):
-        out = set()
-        for item in node.items:
-            out |= _left_refs(item, nullable)
-        return out
-    if isinstance(node, Repeat):
-        return _left_refs(node.item, nullable)
-    return set()
-
-
 def check_left_recursion(rules: Rules) -> None:
     """Refuse left recursion: a rule that can reach itself before consuming any input."""
-    nullable = _nullable_rules(rules)
-    left = {name: _left_refs(rules.rules[name], nullable) for name in rules.reachable()}
-    for start in left:
-        seen: set[str] = set()
-        todo = list(left[start])
-        while todo:
-            name = todo.pop()
-            if name == start:
-                raise CompileError(f"rule {start!r} is left-recursive", keyword="left-recursion")
-            if name not in seen and name in left:
-                seen.add(name)
-                todo.extend(left[name])
+    reachable = {name: rules.rules[name] for name in rules.reachable()}
+    cycle = left_recursion(reachable, nullable_rules(reachable))
+    if cycle:
+        raise CompileError(
+            f"rule {cycle[0]!r} is left-recursive ({' -> '.join(cycle)})", keyword="left-recursion"
+        )
 
 
 # --- NFA ----------------------------------------------------------------------------------

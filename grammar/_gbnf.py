@@ -20,6 +20,7 @@ import re
 
 from ._errors import CompileError
 from ._grammar import Grammar
+from ._analysis import left_recursion, nullable, nullable_rules, productive_rules
 from ._ir import (
     ANY_CHAR,
     EMPTY,
@@ -54,107 +55,6 @@ _NOTHING_CLASS = "[^\\x00-\\UFFFFFFFF]"  # no code point, valid or not, is outsi
 _SURROGATE = re.compile("[\\ud800-\\udfff]")
 
 
-# --- grammar analysis shared by both directions -------------------------------------------
-
-
-def _nullable(node: Node, nullable_rules: set[str]) -> bool:
-    if isinstance(node, Lit):
-        return not node.text
-    if isinstance(node, Chars):
-        return False
-    if isinstance(node, Seq):
-        return all(_nullable(item, nullable_rules) for item in node.items)
-    if isinstance(node, Alt):
-        return any(_nullable(item, nullable_rules) for item in node.items)
-    if isinstance(node, Repeat):
-        return node.min == 0 or _nullable(node.item, nullable_rules)
-    return node.name in nullable_rules
-
-
-def _nullable_rules(rules: dict[str, Node]) -> set[str]:
-    nullable: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, node in rules.items():
-            if name not in nullable and _nullable(node, nullable):
-                nullable.add(name)
-                changed = True
-    return nullable
-
-
-def _productive(node: Node, productive_rules: set[str]) -> bool:
-    """Whether `node` derives at least one finite string."""
-    if isinstance(node, Lit):
-        return True
-    if isinstance(node, Chars):
-        return bool(node.ranges)
-    if isinstance(node, Seq):
-        return all(_productive(item, productive_rules) for item in node.items)
-    if isinstance(node, Alt):
-        return any(_productive(item, productive_rules) for item in node.items)
-    if isinstance(node, Repeat):
-        return node.min == 0 or _productive(node.item, productive_rules)
-    return node.name in productive_rules
-
-
-def _productive_rules(rules: dict[str, Node]) -> set[str]:
-    productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, node in rules.items():
-            if name not in productive and _productive(node, productive):
-                productive.add(name)
-                changed = True
-    return productive
-
-
-def _left_refs(node: Node, nullable_rules: set[str]) -> set[str]:
-    """Rules that can be entered before any character of `node` is read."""
-    if isinstance(node, Ref):
-        return {node.name}
-    if isinstance(node, Seq):
-        out: set[str] = set()
-        for item in node.items:
-            out |= _left_refs(item, nullable_rules)
-            if not _nullable(item, nullable_rules):
-                break
-        return out
-    if isinstance(node, Alt):
-        return set().union(*(_left_refs(item, nullable_rules) for item in node.items))
-    if isinstance(node, Repeat) and node.max != 0:
-        return _left_refs(node.item, nullable_rules)
-    return set()
-
-
-def _left_recursion(rules: dict[str, Node], nullable_rules: set[str]) -> list[str] | None:
-    """A cycle of rules each entered first by the previous one, or None."""
-    edges = {
-        name: sorted(_left_refs(node, nullable_rules) & rules.keys())
-        for name, node in rules.items()
-    }
-    state: dict[str, int] = {}  # 1: on the path, 2: done
-    for start in rules:
-        if start in state:
-            continue
-        path = [start]
-        stack = [iter(edges[start])]
-        state[start] = 1
-        while stack:
-            nxt = next(stack[-1], None)
-            if nxt is None:
-                state[path.pop()] = 2
-                stack.pop()
-            elif state.get(nxt) == 1:
-                return path[path.index(nxt) :] + [nxt]
-            elif nxt not in state:
-                state[nxt] = 1
-                path.append(nxt)
-                stack.append(iter(edges[nxt]))
-    return None
-
-
 # --- rendering ---------------------------------------------------------------------------
 
 
@@ -180,10 +80,10 @@ class _Prepared:
         if missing:
             raise CompileError(f"rule {missing[0]!r} is referenced but not defined", keyword="ref")
         source = {name: rules.rules[name] for name in reachable}
-        productive = _productive_rules(source)
+        productive = productive_rules(source)
         simplified = {name: _simplify(node, productive) for name, node in source.items()}
-        self.nullable = _nullable_rules(simplified)
-        cycle = _left_recursion(simplified, self.nullable)
+        self.nullable = nullable_rules(simplified)
+        cycle = left_recursion(simplified, self.nullable)
         if cycle:
             raise CompileError(
                 "the grammar is left-recursive (" + " -> ".join(cycle) + "), which llama.cpp "
@@ -206,7 +106,7 @@ class _Prepared:
             return alt(*(self.loop_safe(item) for item in node.items))
         if isinstance(node, Repeat):
             item = self.loop_safe(node.item)
-            if node.max is None and _nullable(item, self.nullable):
+            if node.max is None and nullable(item, self.nullable):
                 return repeat(self.loop_safe(self.non_empty_part(item)), 0, None)
             return repeat(item, node.min, node.max)
         return node
@@ -224,10 +124,10 @@ class _Prepared:
             branches = []
             for i, item in enumerate(node.items):
                 branches.append(seq(self.non_empty_part(item), *node.items[i + 1 :]))
-                if not _nullable(item, self.nullable):
+                if not nullable(item, self.nullable):
                     break
             return alt(*branches)
-        if _nullable(node.item, self.nullable):
+        if nullable(node.item, self.nullable):
             return repeat(self.non_empty_part(node.item), 1, node.max)
         return repeat(node.item, max(node.min, 1), node.max)
 
@@ -532,15 +432,15 @@ class _Parser:
             raise CompileError(
                 "no rule named 'root': the start rule must be called root", keyword="gbnf"
             )
-        nullable = _nullable_rules(self.rules)
+        empty = nullable_rules(self.rules)
         for item, at in self.unbounded:
-            if _nullable(item, nullable):
+            if nullable(item, empty):
                 raise self.error(
                     at,
                     "an unbounded repetition of something that can match the empty string "
                     "(llama.cpp rejects it as left recursion or loops on it)",
                 )
-        cycle = _left_recursion(self.rules, nullable)
+        cycle = left_recursion(self.rules, empty)
         if cycle:
             first = min(cycle, key=lambda name: self.defined_at[name])
             raise self.error(

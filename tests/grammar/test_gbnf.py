@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ir_sampling import edited, sentence
 
-from grammar._errors import CompileError
+from grammar._errors import CompileError, LimitError
 from grammar._gbnf import from_gbnf, to_gbnf, well_formed
 from grammar._grammar import Grammar
 from grammar._ir import (
@@ -141,7 +141,11 @@ def test_rendered_text_parses_back_to_the_same_language(rules, rng):
     samples += ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 4))) for _ in range(4)]
     for s in samples:
         if len(s) <= MAX_TEXT:
-            assert original.accepts(s) == back.accepts(s), (s, text)
+            try:
+                same = original.accepts(s) == back.accepts(s)
+            except LimitError:
+                continue  # the recognizer's work bound: a very ambiguous grammar, no verdict
+            assert same, (s, text)
 
 
 @SETTINGS
