@@ -78,32 +78,10 @@ class LocalRuntime(Runtime):
             found = self._compiled[g] = grammar_.compile(g, self.vocabulary)
         return found
 
-    async def generate(
-        self,
-        messages: Messages,
-        *,
-        grammar: Grammar | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        tools: list[dict[str, Any]] | None = None,
-    ) -> Generation:
-        request = Request(messages, grammar, max_tokens, temperature, top_p, seed, tools)
+    async def _generate(self, request: Request) -> Generation:
         return await self._run(request, None)
 
-    def stream(
-        self,
-        messages: Messages,
-        *,
-        grammar: Grammar | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        tools: list[dict[str, Any]] | None = None,
-    ) -> TextStream:
-        request = Request(messages, grammar, max_tokens, temperature, top_p, seed, tools)
+    def _stream(self, request: Request) -> TextStream:
 
         async def produce(put: Callable[[str], None]) -> Generation:
             loop = asyncio.get_running_loop()

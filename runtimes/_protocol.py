@@ -127,7 +127,6 @@ class Runtime(ABC):
     name: str = "runtime"
     tool_call_envelope: ToolCallEnvelope = "json"
 
-    @abstractmethod
     async def generate(
         self,
         messages: Messages,
@@ -140,8 +139,9 @@ class Runtime(ABC):
         tools: list[dict[str, Any]] | None = None,
     ) -> Generation:
         """The whole answer to `messages` (a chat, or a plain string for raw completion)."""
+        request = Request(messages, grammar, max_tokens, temperature, top_p, seed, tools)
+        return await self._generate(request)
 
-    @abstractmethod
     def stream(
         self,
         messages: Messages,
@@ -154,6 +154,15 @@ class Runtime(ABC):
         tools: list[dict[str, Any]] | None = None,
     ) -> TextStream:
         """The answer as text pieces, each a whole number of characters."""
+        return self._stream(Request(messages, grammar, max_tokens, temperature, top_p, seed, tools))
+
+    @abstractmethod
+    async def _generate(self, request: Request) -> Generation:
+        """`generate` for checked arguments: what each runtime implements."""
+
+    @abstractmethod
+    def _stream(self, request: Request) -> TextStream:
+        """`stream` for checked arguments: what each runtime implements."""
 
     async def aclose(self) -> None:
         """Release what the runtime holds (connections, model memory)."""

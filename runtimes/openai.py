@@ -29,7 +29,7 @@ from ._errors import (
     ServerError,
     StreamInterrupted,
 )
-from ._protocol import FinishReason, Generation, Messages, Request, Runtime, TextStream, ToolCallEnvelope, Usage
+from ._protocol import FinishReason, Generation, Request, Runtime, TextStream, ToolCallEnvelope, Usage
 from ._retry import with_retries
 from ._sse import sse_data
 
@@ -88,18 +88,7 @@ class OpenAICompatible(Runtime):
 
     # --- the protocol ---------------------------------------------------------------------------
 
-    async def generate(
-        self,
-        messages: Messages,
-        *,
-        grammar: Grammar | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        tools: list[dict[str, Any]] | None = None,
-    ) -> Generation:
-        request = Request(messages, grammar, max_tokens, temperature, top_p, seed, tools)
+    async def _generate(self, request: Request) -> Generation:
         path, body = self._body(request, stream=False)
         answer = await with_retries(
             lambda: self._post(path, body), retries=self.max_retries, backoff=self.backoff,
@@ -111,18 +100,7 @@ class OpenAICompatible(Runtime):
         return _checked(request, text, choice.get("finish_reason"),
                         Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)))
 
-    def stream(
-        self,
-        messages: Messages,
-        *,
-        grammar: Grammar | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        tools: list[dict[str, Any]] | None = None,
-    ) -> TextStream:
-        request = Request(messages, grammar, max_tokens, temperature, top_p, seed, tools)
+    def _stream(self, request: Request) -> TextStream:
         path, body = self._body(request, stream=True)
 
         async def produce(put: Callable[[str], None]) -> Generation:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from grammar import Grammar, Vocabulary
+from grammar import Vocabulary
 
 from ._chat import with_tool_instructions
 from ._errors import GrammarIgnored, RuntimeFailure
@@ -143,32 +143,10 @@ class ScriptedRuntime(Runtime):
         self.tool_call_envelope = tool_call_envelope
         self.calls: list[Request] = []
 
-    async def generate(
-        self,
-        messages: Messages,
-        *,
-        grammar: Grammar | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        tools: list[dict[str, Any]] | None = None,
-    ) -> Generation:
-        request = Request(messages, grammar, max_tokens, temperature, top_p, seed, tools)
+    async def _generate(self, request: Request) -> Generation:
         return self._answer(request)
 
-    def stream(
-        self,
-        messages: Messages,
-        *,
-        grammar: Grammar | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        tools: list[dict[str, Any]] | None = None,
-    ) -> TextStream:
-        request = Request(messages, grammar, max_tokens, temperature, top_p, seed, tools)
+    def _stream(self, request: Request) -> TextStream:
 
         async def produce(put: Callable[[str], None]) -> Generation:
             generation = self._answer(request)
