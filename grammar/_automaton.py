@@ -14,7 +14,6 @@ built yet) is what the vectorised token walk in `_compile` gathers from.
 
 from __future__ import annotations
 
-from collections import deque
 from functools import lru_cache
 
 import numpy as np
@@ -408,22 +407,6 @@ class Automaton:
 
     def can_extend(self, s: int) -> bool:
         return any(t >= 0 for t in self.build(s))
-
-    def byte_distance(self, s: int, limit: int = 100_000) -> int | None:
-        """Fewest bytes from `s` to an accepting state (None if none within `limit` states)."""
-        if self.accepting[s]:
-            return 0
-        seen = {s}
-        frontier = deque([(s, 0)])
-        while frontier and len(seen) < limit:
-            u, d = frontier.popleft()
-            for v in set(self.build(u)):
-                if v >= 0 and v not in seen:
-                    if self.accepting[v]:
-                        return d + 1
-                    seen.add(v)
-                    frontier.append((v, d + 1))
-        return None
 
     def stuck_at_depth_limit(self, s: int, limit: int = 10_000) -> bool:
         """Whether `s`, at the stack-depth bound, can neither finish nor return from its frame.

@@ -90,16 +90,6 @@ class Grammar:
 
         return to_gbnf(self._rules)
 
-    def with_root(self, node: Node, extra: dict[str, Node] | None = None) -> "Grammar":
-        """A grammar whose root is `node`, keeping these rules (used to compose grammars)."""
-        rules = dict(self._rules.rules)
-        rules.update(extra or {})
-        name = "root"
-        while name in rules and rules[name] is not node:
-            name = "_" + name
-        rules[name] = node
-        return Grammar(rules, name, dropped=self.dropped, ignored=self.ignored)
-
     def __repr__(self) -> str:
         n = len(self._rules.reachable())
         return f"<Grammar {self.source or 'rules'}: {n} rule{'s' if n != 1 else ''}>"

@@ -28,22 +28,10 @@ class TokenMask:
     def count(self) -> int:
         return self._mask.count
 
-    @property
-    def packed(self) -> np.ndarray:
-        """This set as a new (ceil(V/32),) int32 bitmask row."""
-        row = np.empty(-(-self._size // 32), dtype=np.int32)
-        self._mask.write(row)
-        return row
-
     def allowed_ids(self) -> np.ndarray:
         if self._allowed is None:
             self._allowed = self._mask.allowed_ids(self._size)
         return self._allowed
-
-    def is_allowed(self, token_id: int) -> bool:
-        i = int(np.searchsorted(self._mask.ids, token_id))
-        present = i < self._mask.ids.size and int(self._mask.ids[i]) == token_id
-        return present != self._mask.inverted if 0 <= token_id < self._size else False
 
     def apply(self, logits: np.ndarray) -> None:
         """Set the logits of disallowed tokens to -inf, in place."""

@@ -31,7 +31,6 @@ class LoopClass:
 
     looping_ids: np.ndarray
     other_positions: np.ndarray
-    count: int
 
 
 class TokenTables:
@@ -109,16 +108,9 @@ class TokenTables:
             ok &= self.utf8_whole if utf8_loops else self.all_ascii
             by_id = np.zeros(self.size, dtype=bool)
             by_id[self.order[ok]] = True
-            hit = LoopClass(by_id, np.flatnonzero(~ok), int(ok.sum()))
+            hit = LoopClass(by_id, np.flatnonzero(~ok))
             self._loop_cache[key] = hit
         return hit
-
-    @property
-    def nbytes(self) -> int:
-        return int(
-            self.matrix.nbytes + self.order.nbytes + self.lens.nbytes + self.ascii_bits.nbytes
-            + self.utf8_whole.nbytes + self.all_ascii.nbytes + self.bucket.nbytes
-        )
 
 
 def token_tables(vocab) -> TokenTables:
