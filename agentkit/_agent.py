@@ -41,7 +41,7 @@ from ._messages import (
     tool_message,
 )
 from ._output import OutputSpec
-from ._runtime import budget_reached, resolve_runtime
+from ._runtime import budget_reached, model_written_calls, resolve_runtime
 from ._tool import Tool, tool
 
 OutputT = TypeVar("OutputT")
@@ -282,7 +282,8 @@ class Agent(Generic[OutputT]):
         state.usage = state.usage + generation.usage
         if generation.finish_reason == "cancelled":
             raise asyncio.CancelledError("the runtime cancelled the generation")
-        if budget_reached(generation, budget, constrained=g is not None):
+        text = model_written_calls(generation, g, self.runtime.tool_call_envelope) if generation.steered and g is not None else None
+        if text is None and budget_reached(generation):
             raise IncompleteOutput(
                 f"turn {state.step} reached its token limit ({budget} tokens) before the model finished; "
                 "raise max_tokens",
@@ -293,7 +294,7 @@ class Agent(Generic[OutputT]):
             raise TokenLimitExceeded(f"the run used more than its token budget of {self.token_budget}", **state.context())
         try:
             return parse_turn(
-                generation.text,
+                generation.text if text is None else text,
                 envelope=self.runtime.tool_call_envelope,
                 tool_names=set(self.tools),
                 step=state.step,

@@ -74,7 +74,7 @@ async def aextract(
         raise ModelRequestFailed(f"runtime {rt.name!r} failed: {exc}", messages=messages) from exc
     if generation.finish_reason == "cancelled":
         raise asyncio.CancelledError("the runtime cancelled the generation")
-    if budget_reached(generation, max_tokens, constrained=True):
+    if budget_reached(generation):
         raise IncompleteOutput(
             f"max_tokens={max_tokens} ran out before the model finished the output; raise max_tokens",
             text=generation.text,

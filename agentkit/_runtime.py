@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from runtimes import Generation, Runtime
+from grammar import Grammar, parse_tool_calls
+from runtimes import Generation, Runtime, ToolCallEnvelope
 
 
 def resolve_runtime(runtime: Runtime | None) -> Runtime:
@@ -14,14 +15,27 @@ def resolve_runtime(runtime: Runtime | None) -> Runtime:
     return runtimes.default()
 
 
-def budget_reached(generation: Generation, max_tokens: int, *, constrained: bool) -> bool:
+def budget_reached(generation: Generation) -> bool:
     """Whether the answer was cut by its token budget rather than finished by the model.
 
     A local runtime closes a constrained document early when the budget runs short (so it
-    parses), reporting "grammar_complete"; such an answer used the whole budget. An answer that
-    finishes on exactly its last token is counted as cut too: the cost of never passing on a
-    document whose values were truncated.
+    parses) and marks the generation `steered`; its last values may be cut short, so it counts
+    as cut too.
     """
-    if generation.finish_reason == "length":
-        return True
-    return constrained and generation.finish_reason == "grammar_complete" and generation.usage.completion_tokens >= max_tokens
+    return generation.finish_reason == "length" or generation.steered
+
+
+def model_written_calls(generation: Generation, g: Grammar, envelope: ToolCallEnvelope) -> str | None:
+    """The tool calls of a steered generation that the model finished before the runtime
+    began closing the document: the longest such prefix that is itself a whole document of
+    `g` and ends a call; None if no call was finished.
+
+    Small models often repeat a call until the budget runs out; the calls before the repeat
+    are intact and can run, and only the one being written is lost.
+    """
+    text, end = generation.text, generation.steered_from
+    assert end is not None
+    for cut in range(end, 0, -1):
+        if text[cut - 1] in "}>" and g.accepts(text[:cut]) and parse_tool_calls(text[:cut], envelope=envelope):
+            return text[:cut]
+    return None

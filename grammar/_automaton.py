@@ -303,7 +303,7 @@ class Automaton:
                 kernel.append(cfg)
             for t in nfa.eps[q]:
                 todo.append((t, stack))
-            if nfa.calls[q] and _depth(stack) < MAX_STACK_DEPTH:
+            if nfa.calls[q] and stack_depth(stack) < MAX_STACK_DEPTH:
                 for callee, ret in nfa.calls[q]:
                     todo.append((callee, (ret, stack)))
             if nfa.rule_end[q] and stack:
@@ -324,7 +324,7 @@ class Automaton:
         if sid >= MAX_DFA_STATES:
             raise LimitError(f"more than {MAX_DFA_STATES} grammar states visited", keyword="size")
         self.configs.append(kernel)
-        self.depths.append(max((_depth(st) for _, st in kernel), default=0))
+        self.depths.append(max((stack_depth(st) for _, st in kernel), default=0))
         self.accepting.append(accept)
         self.rows.append(None)
         self.index[key] = sid  # type: ignore[index]
@@ -437,7 +437,7 @@ class Automaton:
         expects = sorted({(lo, hi) for q, _ in self.configs[s] for lo, hi, _t in nfa.byte_edges[q]})
         shown = ", ".join(_byte_range(lo, hi) for lo, hi in expects[:8])
         more = ", ..." if len(expects) > 8 else ""
-        depth = max((_depth(st) for _, st in self.configs[s]), default=0)
+        depth = max((stack_depth(st) for _, st in self.configs[s]), default=0)
         return f"state {s} (depth {depth}, expects bytes {shown}{more}; complete={self.accepting[s]})"
 
 
@@ -448,7 +448,8 @@ def _byte_range(lo: int, hi: int) -> str:
     return one(lo) if lo == hi else f"{one(lo)}-{one(hi)}"
 
 
-def _depth(stack: Stack) -> int:
+def stack_depth(stack: Stack) -> int:
+    """How many return states `stack` holds."""
     n = 0
     while stack:
         n += 1

@@ -13,13 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._automaton import DEAD, MAX_STACK_DEPTH, UNBUILT, Automaton
-from ._errors import MatcherError
+from ._completion import Completion
 from ._grammar import Grammar
 from ._tokens import TokenTables, token_tables
-
-# Breadth-first search for the shortest completion stops after this many states; the
-# distance found so far is then still a valid lower bound.
-MAX_COMPLETION_SEARCH = 2_000
 
 _UTF8_SHAPES = (
     ((0xC2, 0xDF), (0x80, 0xBF)),
@@ -85,7 +81,7 @@ class CompiledGrammar:
         self.vocab_size = self.tables.size
         self._masks: dict[int, StateMask] = {}
         self._pool: dict[tuple[bool, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._distance: dict[int, int] = {}
+        self._completion: Completion | None = None
         self._utf8_loop: dict[int, bool] = {}
         self._doom: dict[int, bool] = {}
         self._lock = threading.RLock()
@@ -270,62 +266,30 @@ class CompiledGrammar:
         self._utf8_loop[state] = hit
         return hit
 
-    # -- completion ----------------------------------------------------------------------
+    # -- tokens and where they lead ------------------------------------------------------
 
-    def distance(self, state: int) -> tuple[int, bool]:
-        """Fewest tokens from `state` to a complete document, and whether the count is exact.
-
-        A breadth-first search over the states tokens lead to; when it is cut short the count
-        reached is returned as a lower bound.
-        """
-        d = self._distance.get(state)
-        if d is not None:
-            return d, True
-        if self.automaton.accepting[state]:
-            return 0, True
-        seen = {state}
-        level = [state]
-        depth = 0
-        while level:
-            depth += 1
-            nxt_level = []
-            for s in level:
-                for v in self.mask(s).successors.tolist():
-                    if v in seen:
-                        continue
-                    if self.automaton.accepting[v]:
-                        self._distance[state] = depth
-                        return depth, True
-                    seen.add(v)
-                    nxt_level.append(v)
-                    if len(seen) > MAX_COMPLETION_SEARCH:
-                        return depth, False
-            level = nxt_level
-        raise MatcherError(f"no completion is reachable from {self.automaton.describe(state)}")
-
-    def completion_tokens(self, state: int) -> np.ndarray:
-        """Allowed token ids that begin a shortest completion from `state` (EOS if complete)."""
-        if self.automaton.accepting[state]:
-            return self.tables.eos_ids
+    def token_ends(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every token allowed in `state` (EOS excluded) and the state each leads to."""
         t = self.tables
-        positions, ends = self._without_doomed(
-            *self._walk(state, self._first_byte_positions(self.automaton.byte_row(state)))
-        )
-        long_ids, long_ends = [], []
-        for tid in t.long_ids.tolist():
-            v = self.automaton.walk(state, t.token_bytes[tid])
-            if v >= 0 and not self._doomed(v):
-                long_ids.append(tid)
-                long_ends.append(v)
+        with self._lock:
+            positions, ends = self._without_doomed(
+                *self._walk(state, self._first_byte_positions(self.automaton.byte_row(state)))
+            )
+            long_ids, long_ends = [], []
+            for tid in t.long_ids.tolist():
+                v = self.automaton.walk(state, t.token_bytes[tid])
+                if v >= 0 and not self._doomed(v):
+                    long_ids.append(tid)
+                    long_ends.append(v)
         ids = np.concatenate([t.order[positions], np.asarray(long_ids, np.int32)])
-        ends = np.concatenate([ends, np.asarray(long_ends, np.int32)])
-        candidates = _distinct(ends).tolist()
-        if not candidates:
-            raise MatcherError(f"no token is allowed in {self.automaton.describe(state)}")
-        dist = {v: self.distance(v)[0] for v in candidates}
-        nearest = min(dist.values())
-        best = [v for v in candidates if dist[v] == nearest]
-        return np.unique(ids[np.isin(ends, best)]).astype(np.int32)
+        return ids.astype(np.int32), np.concatenate([ends, np.asarray(long_ends, np.int32)])
+
+    @property
+    def completion(self) -> Completion:
+        """Distances to a complete document, for closing it within a token budget."""
+        if self._completion is None:
+            self._completion = Completion(self)
+        return self._completion
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:

@@ -178,14 +178,36 @@ class Matcher:
         s = self._history[-1]
         if s == _TERMINATED:
             return 0
-        return self.compiled.distance(s)[0]
+        return self.compiled.completion.lower(s)[0]
 
-    def completion_token_ids(self) -> np.ndarray:
-        """Allowed tokens that begin a shortest completion (EOS where the document is whole)."""
+    def can_complete_within(self, n: int) -> bool:
+        """Whether the document can certainly be completed in at most `n` more tokens.
+
+        False means no such completion was proved: either there is none, or finding it would
+        take a longer search than a decode step can afford.
+        """
+        s = self._history[-1]
+        if s == _TERMINATED:
+            return n >= 0
+        with self.compiled._lock:
+            return self.compiled.completion.within(s, n)
+
+    def completion_token_ids(self, within: int | None = None) -> np.ndarray:
+        """Allowed tokens that lead towards completing the document.
+
+        Without `within`: the tokens that begin a shortest completion (EOS where the document
+        is whole). With it: every allowed token after which the document can certainly be
+        completed in `within - 1` more tokens (EOS included where it is whole), so a decoder
+        can keep the model's preference while making sure it closes in time; the shortest
+        completion's tokens where no token is certain to.
+        """
         s = self._history[-1]
         if s == _TERMINATED:
             return self.compiled.tables.eos_ids
-        return self.compiled.completion_tokens(s)
+        with self.compiled._lock:
+            if within is None:
+                return self.compiled.completion.shortest_tokens(s)
+            return self.compiled.completion.tokens_within(s, within)
 
     def shortest_completion_token(self, logits: np.ndarray | None = None) -> int:
         """A token on a shortest path to completion; the highest-scoring one if `logits`."""

@@ -63,6 +63,9 @@ class TokenTables:
         ) if n else np.zeros((1, 0), np.uint8)
         first = self.matrix[0] if n else np.zeros(0, np.uint8)
         self.bucket = np.searchsorted(first, np.arange(257), side="left").astype(np.int64)
+        # Bytes some token spells alone: a completion made of them can always be written.
+        self.single_bytes = np.zeros(256, dtype=bool)
+        self.single_bytes[first[self.lens == 1]] = True
 
         # Byte sets: which ASCII bytes a token holds (two 64-bit words), and whether its
         # non-ASCII bytes form whole UTF-8 characters.

@@ -3,7 +3,7 @@
 A subclass supplies the model: `_prompt_ids` (render and tokenize), `_prefill` and `_forward`
 (logits for the next token). This class supplies everything around it: the grammar compiled
 for the model's vocabulary (cached), a `grammar.Matcher` consulted at every step, sampling,
-steering to the shortest completion when the token budget runs short, the worker thread that
+steering so the document closes within the token budget, the worker thread that
 keeps the event loop free, one generation at a time per model, cancellation and streaming.
 """
 
@@ -151,7 +151,7 @@ class LocalRuntime(Runtime):
             )
             finish = loop.run(self._prefill(prompt), budget, cancel)
             usage = Usage(len(prompt), loop.generated)
-            return Generation(loop.text(), finish, usage, loop.token_ids)
+            return Generation(loop.text(), finish, usage, loop.token_ids, loop.steered_from)
 
     def _call_seed(self, seed: int | None) -> int:
         return int(self._seeds.integers(2**63)) if seed is None else seed
@@ -168,11 +168,6 @@ class LocalRuntime(Runtime):
         return min(max_tokens, room)
 
 
-# Tokens of slack, beyond twice the last known distance to completion, within which each step
-# checks the distance again.
-_STEER_MARGIN = 16
-
-
 class _DecodeLoop:
     """One generation's token-by-token state: chosen ids, matcher, text decoder."""
 
@@ -183,7 +178,7 @@ class _DecodeLoop:
         self.matcher = matcher
         self.sampler = sampler
         self.sink = sink
-        self._distance: int | None = None  # the last computed distance to completion, in tokens
+        self.steered_from: int | None = None  # where tokens began to be chosen for the budget
         self.token_ids: list[int] = []
         self.generated = 0  # tokens chosen, an end-of-sequence token included
         self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -206,42 +201,30 @@ class _DecodeLoop:
             return self._finish("grammar_complete")
         return self._finish("length")
 
-    def _near_budget(self, remaining: int) -> bool:
-        """Whether the budget is close enough to the last known distance to completion that
-        the distance must be checked at this step.
-
-        The exact distance costs a search over token-level states, so it is computed at the
-        first step and then only within a margin of the budget's end; one token seldom moves
-        the distance by more than a few, and the margin doubles with the distance.
-        """
-        return self._distance is None or remaining <= 2 * self._distance + _STEER_MARGIN
-
     def _choose(self, logits: Any, remaining: int) -> int:
-        """The next token; under a grammar, one that still leaves room to finish the document."""
+        """The next token; under a grammar, one after which the document can still be closed
+        within the `remaining - 1` tokens left.
+
+        The model's choice stands wherever a completion that fits is certain; elsewhere the
+        choice is the model's favourite among the tokens that keep one certain. A generation
+        whose first state can be completed within its budget so always ends whole.
+        """
         matcher = self.matcher
         if matcher is None:
             return self.sampler.select(self.model._host_logits(logits))
-        check = self._near_budget(remaining)
-        if check:
-            self._distance = matcher.min_tokens_to_complete()
-            if self._distance >= remaining:
-                return self._shortest(matcher, self.model._host_logits(logits))
         row, mask = self.model._masked_logits(logits, matcher)
         token = self.sampler.select(row, mask)
         if not matcher.accept_token(token):
             raise RuntimeFailure(f"the matcher refused token {token}, which its own mask allowed")
-        if check and not matcher.is_complete():
-            self._distance = matcher.min_tokens_to_complete()
-            if self._distance > remaining - 1:
-                matcher.rollback(1)  # this token would leave too little budget to close the document
-                return self._shortest(matcher, row)
-        return token
-
-    def _shortest(self, matcher: Matcher, row: np.ndarray) -> int:
-        """The best-scoring token among those that begin a shortest completion."""
-        token = matcher.shortest_completion_token(row)
+        if matcher.is_complete() or matcher.can_complete_within(remaining - 1):
+            return token
+        matcher.rollback(1)
+        if self.steered_from is None:
+            self.steered_from = sum(len(p) for p in self._pieces)
+        ids = matcher.completion_token_ids(within=remaining)
+        token = int(ids[int(np.argmax(row[ids]))])
         if not matcher.accept_token(token):
-            raise RuntimeFailure(f"the matcher refused its own shortest-completion token {token}")
+            raise RuntimeFailure(f"the matcher refused its own completion token {token}")
         return token
 
     def _emit(self, token: int) -> None:

@@ -42,12 +42,22 @@ class Generation:
     finish_reason: "stop" (the model ended an unconstrained answer), "grammar_complete" (the
     answer is a whole sentence of the requested grammar), "length" (the token budget ran out
     first), "cancelled" (the caller stopped it).
+
+    steered_from: where in `text` (a character offset) the runtime began overriding the model's
+    choice of token to close the document within the token budget; None if it never did. The
+    document is whole either way, but from there on its values may be cut short.
     """
 
     text: str
     finish_reason: FinishReason
     usage: Usage
     token_ids: list[int] | None = None
+    steered_from: int | None = None
+
+    @property
+    def steered(self) -> bool:
+        """Whether the runtime closed the document early to fit the token budget."""
+        return self.steered_from is not None
 
 
 @dataclass(frozen=True)

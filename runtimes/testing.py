@@ -128,9 +128,10 @@ class RandomRuntime(LocalRuntime):
 
 
 class ScriptedRuntime(Runtime):
-    """Answers each call with the next of `responses`.
+    """Answers each call with the next of `responses`: a text, or a whole `Generation` given
+    as it is (to stand in for a runtime's particular ending, a steered one say).
 
-    One token is counted per UTF-8 byte. An answer longer than `max_tokens` is cut (at a
+    For a text, one token is counted per UTF-8 byte. An answer longer than `max_tokens` is cut (at a
     character boundary) and finishes with "length"; a whole answer that the call's grammar
     rejects raises `GrammarIgnored`, as a server that ignored the grammar would. Every call's
     arguments are kept in `calls`.
@@ -138,7 +139,7 @@ class ScriptedRuntime(Runtime):
 
     name = "scripted"
 
-    def __init__(self, responses: list[str], *, tool_call_envelope: ToolCallEnvelope = "json"):
+    def __init__(self, responses: list[str | Generation], *, tool_call_envelope: ToolCallEnvelope = "json"):
         self.responses = list(responses)
         self.tool_call_envelope = tool_call_envelope
         self.calls: list[Request] = []
@@ -165,6 +166,8 @@ class ScriptedRuntime(Runtime):
                 "give it one response per expected generation"
             )
         text = self.responses.pop(0)
+        if isinstance(text, Generation):
+            return text
         prompt = render_plain(request.messages, request.tools)
         data = text.encode("utf-8")
         if len(data) > request.max_tokens:

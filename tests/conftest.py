@@ -32,3 +32,11 @@ def smollm2_gguf() -> Path:
         return default_model_path()
     except RuntimeUnavailable as exc:
         pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def smollm2_vocabulary(smollm2_gguf: Path):
+    """SmolLM2's 49,152-token vocabulary, read once."""
+    from grammar import Vocabulary
+
+    return Vocabulary.from_gguf(smollm2_gguf)

@@ -32,6 +32,7 @@ from agentkit import (
     UsageLimitExceeded,
     tool,
 )
+from runtimes import Generation, Usage
 from runtimes.testing import RandomRuntime, ScriptedRuntime
 
 
@@ -202,6 +203,27 @@ async def test_hitting_the_token_limit_keeps_the_messages() -> None:
     assert [m["role"] for m in error.messages] == ["user", "assistant", "tool"]
     assert error.text == "x" * 60
     assert error.usage.completion_tokens > 0
+
+
+async def test_calls_the_model_finished_before_a_steered_close_still_run() -> None:
+    """A small model repeating a call until the budget runs out: the runtime closed the repeat
+    early; the call written before it is intact and runs, the cut one is dropped."""
+    whole = call("get_weather", '{"city":"Oslo","days":2}')
+    text = whole + "\n" + call("get_weather", '{"city":"O"}')
+    steered = Generation(text, "grammar_complete", Usage(10, 40), steered_from=len(whole) + 20)
+    rt = ScriptedRuntime([steered, "Mild."])
+    result = await Agent([get_weather], rt, max_tokens=40).run("Weather in Oslo?")
+    assert [r.arguments.days for r in result.tool_calls] == [2]
+    assert result.messages[1]["content"] == whole  # what ran is what the history says was written
+    assert result.output == "Mild."
+
+
+async def test_a_steered_close_with_no_finished_call_is_incomplete() -> None:
+    text = call("get_weather", '{"city":"O"}')
+    rt = ScriptedRuntime([Generation(text, "grammar_complete", Usage(10, 20), steered_from=25)])
+    with pytest.raises(IncompleteOutput) as caught:
+        await Agent([get_weather], rt, max_tokens=20).run("Weather in Oslo?")
+    assert caught.value.text == text and caught.value.messages[0]["role"] == "user"
 
 
 async def test_the_run_token_budget() -> None:

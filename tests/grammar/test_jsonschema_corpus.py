@@ -9,18 +9,12 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 
 import pytest
 
-from conftest import REPO
+from bench.coverage import canonical, jsonl, oracle, oracle_valid, suite_entries
 from grammar import CompileError, from_json_schema
 from ir_sampling import sentence
-
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))  # the benchmark module holds the canonical form
-
-from bench.coverage import canonical, jsonl, oracle, oracle_valid, suite_entries  # noqa: E402
 
 SUBSETS = ["Glaiveai2K", "Github_easy", "Github_medium", "Github_hard", "Kubernetes", "Snowplow", "JsonSchemaStore"]
 PER_SUBSET = 20

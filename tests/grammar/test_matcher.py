@@ -230,6 +230,35 @@ def test_min_tokens_to_complete_is_exact_and_steering_reaches_it(prefix):
     assert steps == expected
 
 
+@settings(max_examples=60, deadline=None)
+@given(which=st.sampled_from(sorted(GRAMMARS)), picks=st.lists(st.integers(0, 2**16), max_size=12),
+       slack=st.integers(0, 6))
+def test_completions_within_a_budget_are_certain(which, picks, slack):
+    """`can_complete_within(n)` is never wrong, and choosing any of `completion_token_ids(within=n)`
+    at each step keeps it true until the document is whole within the n tokens."""
+    m = grammar.Matcher(grammar.compile(GRAMMARS[which], VOCAB))
+    for pick in picks:  # a random prefix
+        allowed = [t for t in m.next_token_mask().allowed_ids().tolist() if t != EOS]
+        if not allowed:
+            break
+        m.accept_token(allowed[pick % len(allowed)])
+    shortest = _true_distance(m.compiled, m, limit=40)
+    assert m.min_tokens_to_complete() <= shortest
+    assert not m.can_complete_within(shortest - 1)
+    budget = shortest + slack
+    if not m.can_complete_within(budget):
+        return  # not proved: allowed, but it must not be claimed below
+    for k, pick in enumerate(picks * 4 + [0] * budget):
+        remaining = budget - k
+        if m.is_complete():
+            break
+        assert remaining > 0 and m.can_complete_within(remaining)
+        ids = m.completion_token_ids(within=remaining).tolist()
+        assert ids and set(ids) <= set(m.next_token_mask().allowed_ids().tolist())
+        m.accept_token(ids[pick % len(ids)])
+    assert m.is_complete()
+
+
 def test_stop_when_complete_terminates_without_eos():
     g = Grammar({"root": seq(lit("ok"), opt(lit("!")))})
     m = grammar.Matcher(grammar.compile(g, VOCAB), stop_when_complete=True)

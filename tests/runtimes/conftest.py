@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from ports import free_port
 
 
 @pytest.fixture(scope="session")
@@ -21,12 +21,6 @@ def default_runtime(smollm2_gguf: Path):
     import runtimes
 
     return runtimes.default()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -66,6 +66,34 @@ async def test_budget_below_the_shortest_document_ends_with_length_and_a_valid_p
     assert prefix.accept_bytes(gen.text.encode())
 
 
+TOOL_CALLS = grammar.tool_calls([
+    grammar.ToolSchema("search", {"type": "object", "properties": {
+        "query": {"type": "string", "minLength": 3}, "limit": {"type": "integer", "minimum": 1}},
+        "required": ["query", "limit"], "additionalProperties": False}),
+    grammar.ToolSchema("book_restaurant_table", {"type": "object", "properties": {
+        "restaurant": {"type": "string"}, "party_size": {"type": "integer"},
+        "seating": {"enum": ["indoor", "outdoor", "bar counter"]}, "notes": {"type": "array", "items": {"type": "string"}}},
+        "required": ["restaurant", "party_size", "seating", "notes"], "additionalProperties": False}),
+], max_calls=2)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**16), temperature=st.sampled_from([0.0, 1.0, 2.0]), budget=st.integers(1, 90))
+async def test_a_budget_that_can_hold_a_document_always_ends_with_one(smollm2_vocabulary, seed, temperature, budget):
+    """Whatever the model prefers, a generation whose budget can be proved enough at the start
+    ends with a whole document; where the runtime overrode the model, it says from where."""
+    runtime = RandomRuntime(smollm2_vocabulary, seed=seed)
+    gen = await runtime.generate("call", grammar=TOOL_CALLS, max_tokens=budget, temperature=temperature, seed=seed)
+    if Matcher(runtime.compiled(TOOL_CALLS)).can_complete_within(budget):
+        assert gen.finish_reason == "grammar_complete", gen.text
+        assert TOOL_CALLS.accepts(gen.text)
+    assert gen.usage.completion_tokens <= budget
+    if gen.steered:
+        assert 0 <= gen.steered_from <= len(gen.text)
+    elif gen.finish_reason == "grammar_complete":
+        assert gen.steered_from is None
+
+
 async def test_greedy_and_seeded_sampling_are_reproducible(runtime):
     messages = [{"role": "user", "content": "a list please"}]
     for options in ({"temperature": 0.0}, {"temperature": 0.9, "top_p": 0.95, "seed": 7}):

@@ -1,0 +1,209 @@
+"""How many tokens a grammar state is from a complete document: what a runtime needs to close
+the document before its token budget runs out.
+
+Two bounds, cached per state:
+
+- `lower`: a breadth-first search over token transitions, exact when it reaches a complete
+  state within `MAX_COMPLETION_SEARCH` states; otherwise the depth it reached, still a lower
+  bound.
+- `upper`: a count of tokens that certainly suffices. A shortest completion spelled in
+  single-byte tokens gives one: per NFA state, the fewest bytes to the end of its rule (a
+  fixed point over byte, epsilon and call edges, taking byte edges only where the vocabulary
+  has a single-byte token), summed over a configuration's return stack, on paths that stay
+  within the stack-depth bound. Each exact search adds its own, for every state on the path it
+  found.
+
+A decoder that only takes tokens after which `upper` still fits in the budget left ends with a
+whole document whenever the first state's bound fitted: some token always keeps it fitting.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ._automaton import MAX_STACK_DEPTH, stack_depth
+from ._errors import MatcherError
+
+if TYPE_CHECKING:
+    from ._compile import CompiledGrammar
+
+# Breadth-first search for the shortest completion stops after this many states; the
+# distance found so far is then still a valid lower bound.
+MAX_COMPLETION_SEARCH = 2_000
+
+UNKNOWN = 1 << 30  # no bound known
+
+
+class Completion:
+    """Distances to completion for one compiled grammar (thread-safe under its lock)."""
+
+    def __init__(self, compiled: CompiledGrammar) -> None:
+        self.compiled = compiled
+        self._lower: dict[int, tuple[int, bool]] = {}
+        self._found: dict[int, int] = {}  # upper bounds the searches proved
+        self._spelled: dict[int, int] = {}  # upper bounds from single-byte spellings
+        self._frames: tuple[list[int], list[int]] | None = None
+
+    # -- bounds -------------------------------------------------------------------------------
+
+    def lower(self, state: int) -> tuple[int, bool]:
+        """Fewest tokens from `state` to a complete document, and whether the count is exact."""
+        found = self._lower.get(state)
+        if found is not None:
+            return found
+        a = self.compiled.automaton
+        if a.accepting[state]:
+            return 0, True
+        parent = {state: -1}
+        level = [state]
+        depth = 0
+        while level:
+            depth += 1
+            following = []
+            for s in level:
+                for v in self.compiled.mask(s).successors.tolist():
+                    if v in parent:
+                        continue
+                    parent[v] = s
+                    if a.accepting[v]:
+                        self._record_path(v, parent)
+                        return depth, True
+                    following.append(v)
+                    if len(parent) > MAX_COMPLETION_SEARCH:
+                        self._lower[state] = (depth, False)
+                        return depth, False
+            level = following
+        raise MatcherError(f"no completion is reachable from {a.describe(state)}")
+
+    def _record_path(self, end: int, parent: dict[int, int]) -> None:
+        # Each state on a shortest path is exactly as far from the end as its place on it.
+        steps, u = 0, end
+        while u >= 0:
+            self._lower[u] = (steps, True)
+            self._found[u] = min(self._found.get(u, UNKNOWN), steps)
+            u = parent[u]
+            steps += 1
+
+    def upper(self, state: int) -> int:
+        """Tokens that certainly suffice to complete from `state` (`UNKNOWN` if no bound is known)."""
+        if self.compiled.automaton.accepting[state]:
+            return 0
+        spelled = self._spelled.get(state)
+        if spelled is None:
+            spelled = self._spelled[state] = self._spelling_length(state)
+        return min(spelled, self._found.get(state, UNKNOWN))
+
+    def within(self, state: int, n: int) -> bool:
+        """Whether a completion of at most `n` tokens is certain (False: not proved)."""
+        if self.upper(state) <= n:
+            return True
+        low, exact = self.lower(state)
+        return exact and low <= n
+
+    # -- tokens -------------------------------------------------------------------------------
+
+    def tokens_within(self, state: int, n: int) -> np.ndarray:
+        """Allowed token ids after which a completion in `n - 1` more tokens is certain, EOS
+        where the document is already whole; the shortest completion's tokens if none is."""
+        c = self.compiled
+        ids, ends = c.token_ends(state)
+        fits = [v for v in np.unique(ends).tolist() if self.upper(v) <= n - 1]
+        if not fits:
+            return self.shortest_tokens(state)
+        chosen = ids[np.isin(ends, fits)]
+        if c.automaton.accepting[state]:
+            chosen = np.concatenate([chosen, c.tables.eos_ids])
+        return np.unique(chosen).astype(np.int32)
+
+    def shortest_tokens(self, state: int) -> np.ndarray:
+        """Allowed token ids that begin a shortest completion from `state` (EOS if complete)."""
+        c = self.compiled
+        if c.automaton.accepting[state]:
+            return c.tables.eos_ids
+        ids, ends = c.token_ends(state)
+        candidates = np.unique(ends).tolist()
+        if not candidates:
+            raise MatcherError(f"no token is allowed in {c.automaton.describe(state)}")
+        dist = {v: self.lower(v)[0] for v in candidates}
+        nearest = min(dist.values())
+        best = [v for v in candidates if dist[v] == nearest]
+        return np.unique(ids[np.isin(ends, best)]).astype(np.int32)
+
+    # -- single-byte spellings ----------------------------------------------------------------
+
+    def _spelling_length(self, state: int) -> int:
+        """The shortest completion from `state` in single-byte tokens, within the depth bound."""
+        to_end, pushes = self._frame_distances()
+        best = UNKNOWN
+        for q, stack in self.compiled.automaton.configs[state]:
+            total = to_end[q]
+            depth = stack_depth(stack)
+            if total >= UNKNOWN or depth + pushes[q] > MAX_STACK_DEPTH:
+                continue
+            while stack:
+                ret, stack = stack
+                depth -= 1
+                if to_end[ret] >= UNKNOWN or depth + pushes[ret] > MAX_STACK_DEPTH:
+                    total = UNKNOWN
+                    break
+                total += to_end[ret]
+            best = min(best, total)
+        return best
+
+    def _frame_distances(self) -> tuple[list[int], list[int]]:
+        """Per NFA state: the fewest spellable bytes to the end of its rule, and how many calls
+        deep that shortest path goes.
+
+        Knuth's generalisation of Dijkstra: a call edge costs the callee's distance plus the
+        return state's, both nonnegative, so settling states in order of distance converges.
+        """
+        if self._frames is not None:
+            return self._frames
+        nfa = self.compiled.automaton.nfa
+        n = len(nfa.eps)
+        reachable = np.concatenate([[0], np.cumsum(self.compiled.tables.single_bytes)]).tolist()
+        steps: list[list[int]] = [[] for _ in range(n)]  # byte edges a single token can take
+        users: list[list[int]] = [[] for _ in range(n)]  # states whose distance depends on one
+        for q in range(n):
+            for lo, hi, t in nfa.byte_edges[q]:
+                if reachable[hi + 1] > reachable[lo]:
+                    steps[q].append(t)
+                    users[t].append(q)
+            for t in nfa.eps[q]:
+                users[t].append(q)
+            for callee, ret in nfa.calls[q]:
+                users[callee].append(q)
+                users[ret].append(q)
+        to_end = [UNKNOWN] * n
+        pushes = [0] * n
+        heap = []
+        for q in range(n):
+            if nfa.rule_end[q] or q == nfa.root_end:
+                to_end[q] = 0
+                heap.append((0, q))
+        heapq.heapify(heap)
+        while heap:
+            dq, q = heapq.heappop(heap)
+            if dq > to_end[q]:
+                continue
+            for p in users[q]:
+                best, deep = to_end[p], pushes[p]
+                for t in steps[p]:
+                    if to_end[t] + 1 < best:
+                        best, deep = to_end[t] + 1, pushes[t]
+                for t in nfa.eps[p]:
+                    if to_end[t] < best:
+                        best, deep = to_end[t], pushes[t]
+                for callee, ret in nfa.calls[p]:
+                    cost = to_end[callee] + to_end[ret]
+                    if cost < best:
+                        best, deep = cost, max(pushes[callee] + 1, pushes[ret])
+                if best < to_end[p]:
+                    to_end[p], pushes[p] = best, deep
+                    heapq.heappush(heap, (best, p))
+        self._frames = (to_end, pushes)
+        return self._frames
+
