@@ -144,7 +144,7 @@ class Agent(Generic[OutputT]):
             return grammar.tool_calls(schemas, **options)
         if self.output is None:
             return grammar.tool_calls_or_text(schemas, **options)
-        return _either(grammar.tool_calls(schemas, **options), self.output.grammar)
+        return grammar.either(grammar.tool_calls(schemas, **options), self.output.grammar)
 
     def _system_prompt(self) -> str | None:
         parts = [self.system_prompt] if self.system_prompt else []
@@ -361,19 +361,3 @@ class Agent(Generic[OutputT]):
 
 
 _RETRY = object()
-
-
-def _either(calls: Grammar, output: Grammar) -> Grammar:
-    """Tool calls or the final output, one grammar (dropped keywords of both kept)."""
-    from grammar._grammar import merge_rules
-    from grammar._ir import alt, ref
-
-    rules = merge_rules(("c-", calls.rules), ("o-", output.rules))
-    rules["root"] = alt(ref("c-" + calls.root), ref("o-" + output.root))
-    return Grammar(
-        rules,
-        "root",
-        dropped=calls.dropped + output.dropped,
-        ignored=calls.ignored + output.ignored,
-        source="tool_calls_or_output",
-    )

@@ -71,11 +71,12 @@ def _first_section(lines: list[str]) -> int:
 
 
 def _join(lines: list[str]) -> str:
-    """Paragraphs kept apart by one blank line; lines inside a paragraph joined by a space."""
+    """Paragraphs kept apart by one blank line; inside a paragraph, runs of blanks and line
+    breaks become one space (docstrings are wrapped for the source, not for the model)."""
     paragraphs, current = [], []
     for line in lines:
         if line.strip():
-            current.append(line.strip())
+            current.append(" ".join(line.split()))
         elif current:
             paragraphs.append(" ".join(current))
             current = []

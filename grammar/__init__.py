@@ -9,7 +9,7 @@ Pure and model-free: needs numpy and the standard library only.
 """
 
 from ._errors import CompileError, GrammarError, LimitError, MatcherError
-from ._grammar import Dropped, Grammar, Ignored
+from ._grammar import Dropped, Grammar, Ignored, either
 from ._jsonschema import any_json, from_json_schema
 from ._regex import from_regex
 from ._gbnf import from_gbnf, well_formed
@@ -39,6 +39,7 @@ __all__ = [
     "apply_token_bitmask",
     "arguments",
     "compile",
+    "either",
     "fill_next_token_bitmasks",
     "from_gbnf",
     "from_json_schema",

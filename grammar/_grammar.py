@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._errors import CompileError
-from ._ir import Node, Rules, Ref
+from ._ir import Node, Ref, Rules, alt
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,25 @@ class Grammar:
     def __repr__(self) -> str:
         n = len(self._rules.reachable())
         return f"<Grammar {self.source or 'rules'}: {n} rule{'s' if n != 1 else ''}>"
+
+
+def either(*grammars: Grammar) -> Grammar:
+    """A sentence of any one of `grammars`: tool calls or a typed answer, say.
+
+    Rules keep apart (each grammar's names get a prefix); what each grammar dropped or ignored
+    is kept, so a caller still validates what none of them enforces.
+    """
+    if not grammars:
+        raise CompileError("either() needs at least one grammar", keyword="either")
+    rules = merge_rules(*((f"g{i}-", g.rules) for i, g in enumerate(grammars)))
+    rules["root"] = alt(*(Ref(f"g{i}-{g.root}") for i, g in enumerate(grammars)))
+    return Grammar(
+        rules,
+        "root",
+        dropped=tuple(d for g in grammars for d in g.dropped),
+        ignored=tuple(i for g in grammars for i in g.ignored),
+        source="either(" + ", ".join(g.source or "grammar" for g in grammars) + ")",
+    )
 
 
 def merge_rules(*groups: tuple[str, dict[str, Node]]) -> dict[str, Node]:

@@ -112,3 +112,18 @@ def test_errors_name_the_tool_and_place():
 def test_tool_grammar_renders_well_formed_gbnf():
     text = grammar.tool_calls_or_text(TOOLS, envelope="hermes", max_calls=3).to_gbnf()
     assert grammar.well_formed(text) is None
+
+
+def test_either_accepts_a_sentence_of_any_part_and_keeps_what_each_dropped():
+    calls = grammar.tool_calls([grammar.ToolSchema("tag", {"type": "object", "properties": {
+        "labels": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
+        "additionalProperties": False})], lenient=True)
+    answer = grammar.from_json_schema({"type": "object", "properties": {"root": {"type": "integer"}},
+                                       "required": ["root"], "additionalProperties": False})
+    g = grammar.either(calls, answer)
+    assert g.accepts('{"name":"tag","arguments":{"labels":["a"]}}')
+    assert g.accepts('{"root":1}')
+    assert not g.accepts('{"root":"x"}') and not g.accepts('{"name":"tag","arguments":{"root":1}}')
+    assert [d.keyword for d in g.dropped] == ["uniqueItems"]
+    with pytest.raises(grammar.CompileError):
+        grammar.either()
