@@ -211,7 +211,8 @@ def _digit_class(ds: list[int]) -> Node:
 def integer_texts(
     lo: int | None, hi: int | None, modulus: int = 1, *, rule: Callable[[str, Node], Node], tag: str
 ) -> Node:
-    """Canonical JSON texts of the integers n with lo <= n <= hi and n % modulus == 0."""
+    """JSON texts of the integers n with lo <= n <= hi and n % modulus == 0: canonical, plus
+    "-0" where 0 is in range (JSON allows it, and it is 0)."""
     if modulus < 1:
         raise CompileError("multipleOf must be positive", keyword="multipleOf")
     if modulus > MAX_MODULUS:
@@ -225,6 +226,8 @@ def integer_texts(
     if lo is None or lo < 0:
         top = -1 if hi is None else min(hi, -1)
         parts.append(seq(lit("-"), digits.naturals(-top, None if lo is None else -lo)))
+    if (lo is None or lo <= 0) and (hi is None or hi >= 0):
+        parts.append(lit("-0"))
     return alt(*parts)
 
 
