@@ -257,6 +257,7 @@ class Automaton:
         self.rows: list[list[int] | None] = []
         self.table = np.full((64, self.n_classes), UNBUILT, dtype=np.int16)
         self._moves: dict[frozenset, int] = {}
+        self._locals: dict[int, tuple[tuple[int, ...], bool, bool]] = {}
         self.start = self._intern(self._closure([(nfa.root_start, ())]))
 
     def _classes(self, nfa: _NFA) -> None:
@@ -274,6 +275,10 @@ class Automaton:
         self._reps: dict[tuple[int, int], list[int]] = {}
         self._edges: dict[int, list[tuple[int, int, int]]] = {}
         self.n_classes = len(bounds) - 1
+        # The byte of each class that holds exactly one, else -1: a state whose one live class
+        # is such a class forces that byte.
+        self.single_byte = [lo if hi - lo == 1 else -1 for lo, hi in zip(bounds, bounds[1:])]
+        self._forced: dict[int, int] = {}
 
     def representatives(self, lo: int, hi: int) -> list[int]:
         """One byte of each byte class that meets lo..hi (bytes of a class behave alike)."""
@@ -285,12 +290,43 @@ class Automaton:
             self._reps[key] = found
         return found
 
+    def _local_closure(self, q: int) -> tuple[tuple[int, ...], bool, bool]:
+        """What epsilon edges alone reach from NFA state `q`: the states with byte edges,
+        whether the root's end is among them, and whether none of them calls or ends a rule
+        (then the closure of `(q, stack)` is those states on the same stack)."""
+        found = self._locals.get(q)
+        if found is None:
+            nfa = self.nfa
+            seen = {q}
+            todo = [q]
+            states = []
+            pure = True
+            while todo:
+                u = todo.pop()
+                if nfa.byte_edges[u]:
+                    states.append(u)
+                if nfa.calls[u] or nfa.rule_end[u]:
+                    pure = False
+                for t in nfa.eps[u]:
+                    if t not in seen:
+                        seen.add(t)
+                        todo.append(t)
+            found = self._locals[q] = (tuple(states), nfa.root_end in seen, pure)
+        return found
+
     def _closure(self, seeds: list[tuple[int, Stack]]) -> tuple[frozenset, bool]:
         nfa = self.nfa
         seen: set[tuple[int, Stack]] = set()
-        todo = list(seeds)
+        todo = []
         kernel = []
         accept = False
+        for q, stack in seeds:
+            states, ends_root, pure = self._local_closure(q)
+            if pure:  # the common case, and every case without recursion: no search needed
+                kernel.extend((u, stack) for u in states)
+                accept = accept or (ends_root and not stack)
+            else:
+                todo.append((q, stack))
         while todo:
             cfg = todo.pop()
             if cfg in seen:
@@ -324,7 +360,8 @@ class Automaton:
         if sid >= MAX_DFA_STATES:
             raise LimitError(f"more than {MAX_DFA_STATES} grammar states visited", keyword="size")
         self.configs.append(kernel)
-        self.depths.append(max((stack_depth(st) for _, st in kernel), default=0))
+        # Without recursion every stack is empty; otherwise the deepest one counts.
+        self.depths.append(max((stack_depth(st) for _, st in kernel), default=0) if self.nfa.recursive else 0)
         self.accepting.append(accept)
         self.rows.append(None)
         self.index[key] = sid  # type: ignore[index]
@@ -404,6 +441,20 @@ class Automaton:
             if s < 0:
                 return DEAD
         return s
+
+    def forced_byte(self, s: int) -> int:
+        """The one byte that can follow in state `s`, or -1 (several can, none can, or the
+        document may also end here)."""
+        found = self._forced.get(s)
+        if found is None:
+            found = -1
+            if not self.accepting[s]:
+                row = self.build(s)
+                live = [c for c, v in enumerate(row) if v >= 0]
+                if len(live) == 1:
+                    found = self.single_byte[live[0]]
+            self._forced[s] = found
+        return found
 
     def can_extend(self, s: int) -> bool:
         return any(t >= 0 for t in self.build(s))

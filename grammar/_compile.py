@@ -6,6 +6,7 @@ visit, with numpy over the vocabulary at once, and kept. A decode step is then a
 
 from __future__ import annotations
 
+import bisect
 import threading
 import weakref
 from dataclasses import dataclass
@@ -15,7 +16,9 @@ import numpy as np
 from ._automaton import DEAD, MAX_STACK_DEPTH, UNBUILT, Automaton
 from ._completion import Completion
 from ._grammar import Grammar
-from ._tokens import TokenTables, token_tables
+from ._tokens import MATRIX_WIDTH, TokenTables, token_tables
+
+_FEW = 8  # tokens still walking below which `_walk` finishes them one by one
 
 _UTF8_SHAPES = (
     ((0xC2, 0xDF), (0x80, 0xBF)),
@@ -120,35 +123,47 @@ class CompiledGrammar:
     def _compute_mask(self, state: int) -> StateMask:
         t = self.tables
         a = self.automaton
+        accepting = a.accepting[state] and t.eos_ids.size > 0
+        if a.forced_byte(state) >= 0:
+            # Most states of a schema sit inside a literal (a key, punctuation): only the tokens
+            # that spell part of it, or all of it and more, can follow.
+            positions, ends, long_ids, long_ends = self._forced_tokens(state)
+            return self._state_mask(t.order[positions], long_ids, accepting, None, [ends, long_ends])
         row_np = a.byte_row(state)
         loop = self._loop_class(state, row_np)
         if loop is None:
-            allowed = np.zeros(t.size, dtype=bool)
             positions, ends = self._walk(state, self._first_byte_positions(row_np))
             successors = [ends]
         else:
             # Tokens made only of looping bytes stay here; walk just the others.
-            allowed = loop.looping_ids.copy()
             rest = loop.other_positions
             rest = rest[row_np[t.matrix[0, rest]] >= 0]
             positions, ends = self._walk(state, rest)
             successors = [ends, np.array([state], np.int32)]
         positions, ends = self._without_doomed(positions, ends)
-        allowed[t.order[positions]] = True
-        long_ends = []
-        for tid in t.long_ids[row_np[t.long_first] >= 0].tolist():
-            nxt = a.walk(state, t.token_bytes[tid])
-            if nxt >= 0 and not self._doomed(nxt):
-                allowed[tid] = True
-                long_ends.append(nxt)
-        successors.append(np.asarray(long_ends, np.int32))
-        if a.accepting[state] and t.eos_ids.size:
-            allowed[t.eos_ids] = True
-        count = int(np.count_nonzero(allowed))
-        if count * 2 <= t.size:
-            ids, inverted = np.flatnonzero(allowed).astype(np.int32), False
+        long_ids, long_ends = self._walk_long(state, t.long_ids[row_np[t.long_first] >= 0])
+        successors += [ends, long_ends]
+        dense = None if loop is None else loop.looping_ids
+        return self._state_mask(t.order[positions], long_ids, accepting, dense, successors)
+
+    def _state_mask(self, ids: np.ndarray, long_ids: np.ndarray, accepting: bool, dense: np.ndarray | None,
+                    successors: list[np.ndarray]) -> StateMask:
+        """The mask of the allowed `ids` and `long_ids` (plus EOS where `accepting`, plus the
+        `dense` boolean set), in its smaller form."""
+        t = self.tables
+        parts = [ids, long_ids, t.eos_ids] if accepting else [ids, long_ids]
+        if dense is None and sum(p.size for p in parts) * 2 <= t.size:
+            ids, inverted = np.sort(np.concatenate(parts)).astype(np.int32), False
+            count = int(ids.size)
         else:
-            ids, inverted = np.flatnonzero(~allowed).astype(np.int32), True
+            allowed = np.zeros(t.size, dtype=bool) if dense is None else dense.copy()
+            for part in parts:
+                allowed[part] = True
+            count = int(np.count_nonzero(allowed))
+            if count * 2 <= t.size:
+                ids, inverted = np.flatnonzero(allowed).astype(np.int32), False
+            else:
+                ids, inverted = np.flatnonzero(~allowed).astype(np.int32), True
         succ = _distinct(np.concatenate(successors))
         # States with the same token set (every plain string state, say) share one copy.
         key = (inverted, ids.tobytes())
@@ -159,6 +174,55 @@ class CompiledGrammar:
             cleared = np.concatenate([ids, padding]) if inverted else ids
             shared = self._pool[key] = (ids, *packed_words(cleared, inverted))
         return StateMask(count, shared[0], inverted, shared[1], shared[2], succ)
+
+    def _forced_tokens(self, state: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Tokens allowed in a state that forces its next bytes: those that spell a prefix of
+        the forced run (found by bisection in the sorted tokens) and those that spell all of it
+        and go on (a contiguous range of the sorted tokens, walked from the run's end).
+
+        Returns sorted positions and their end states, then long token ids and theirs.
+        """
+        a = self.automaton
+        t = self.tables
+        run = bytearray()
+        states = [state]
+        s, b = state, a.forced_byte(state)
+        while b >= 0 and len(run) < MATRIX_WIDTH:
+            run.append(b)
+            s = a.step(s, b)
+            states.append(s)
+            b = a.forced_byte(s)
+        run = bytes(run)
+        sorted_bytes = t.sorted_bytes
+        positions: list[int] = []
+        ends: list[int] = []
+        for j in range(1, len(run) + 1):
+            lo = bisect.bisect_left(sorted_bytes, run[:j])
+            hi = bisect.bisect_right(sorted_bytes, run[:j], lo)
+            positions.extend(range(lo, hi))
+            ends.extend([states[j]] * (hi - lo))
+        lo = bisect.bisect_right(sorted_bytes, run)
+        hi = bisect.bisect_right(sorted_bytes, run + b"\xff" * MATRIX_WIDTH, lo)
+        positions_np = np.asarray(positions, np.int64)
+        ends_np = np.asarray(ends, np.int32)
+        if hi > lo:
+            more, more_ends = self._walk(s, np.arange(lo, hi, dtype=np.int64), start=len(run))
+            positions_np = np.concatenate([positions_np, more])
+            ends_np = np.concatenate([ends_np, more_ends])
+        positions_np, ends_np = self._without_doomed(positions_np, ends_np)
+        long_ids = t.long_ids[t.long_first == run[0]]
+        return (positions_np, ends_np, *self._walk_long(state, long_ids))
+
+    def _walk_long(self, state: int, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The tokens among `ids` (longer than the token matrix) allowed in `state`, and where
+        each leads."""
+        kept, ends = [], []
+        for tid in ids.tolist():
+            nxt = self.automaton.walk(state, self.tables.token_bytes[tid])
+            if nxt >= 0 and not self._doomed(nxt):
+                kept.append(tid)
+                ends.append(nxt)
+        return np.asarray(kept, np.int32), np.asarray(ends, np.int32)
 
     def _doomed(self, state: int) -> bool:
         """Whether no document can be completed from `state` (only where the stack-depth bound
@@ -182,9 +246,10 @@ class CompiledGrammar:
         loop_bytes = np.flatnonzero(row_np == state)
         if loop_bytes.size < 16:
             return None
-        ascii_loop = np.zeros(2, dtype=np.uint64)
+        bits = 0
         for b in loop_bytes[loop_bytes < 128].tolist():
-            ascii_loop[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+            bits |= 1 << b
+        ascii_loop = np.array([bits & (2**64 - 1), bits >> 64], dtype=np.uint64)
         return self.tables.loop_class(ascii_loop, self._loops_on_utf8(state))
 
     def _first_byte_positions(self, row_np: np.ndarray) -> np.ndarray:
@@ -197,8 +262,9 @@ class CompiledGrammar:
         offsets = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
         return np.arange(total, dtype=np.int64) + offsets
 
-    def _walk(self, state: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Walk the tokens at sorted positions `idx` from `state`, all at once, byte by byte.
+    def _walk(self, state: int, idx: np.ndarray, start: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Walk the tokens at sorted positions `idx` from `state`, all at once, byte by byte,
+        from their byte `start` on (all are longer than `start`).
 
         Returns the positions of the tokens that survive and the state each ends in.
         """
@@ -206,15 +272,24 @@ class CompiledGrammar:
         t = self.tables
         out_pos: list[np.ndarray] = []
         out_end: list[np.ndarray] = []
+        a.build(state)
         table = a.table
         lens = t.lens
         matrix = t.matrix
         class_of = a.class_of
-        cur = table[state][class_of[matrix[0, idx]]]
+        cur = table[state][class_of[matrix[start, idx]]]
         ok = cur >= 0
         idx, cur = idx[ok], cur[ok]
-        p = 1
+        p = start + 1
         while idx.size:
+            if idx.size <= _FEW:
+                # A few long tokens left: stepping them in Python beats a round of array calls
+                # per byte.
+                ends = [a.walk(s, t.sorted_bytes[i][p:]) for i, s in zip(idx.tolist(), cur.tolist())]
+                live = np.asarray(ends) >= 0
+                out_pos.append(idx[live])
+                out_end.append(np.asarray(ends, np.int32)[live])
+                break
             done = lens[idx] == p
             if np.count_nonzero(done):
                 out_pos.append(idx[done])

@@ -53,6 +53,7 @@ class TokenTables:
         short.sort(key=lambda i: self.token_bytes[i])
         n = len(short)
         self.order = np.array(short, dtype=np.int32)
+        self.sorted_bytes: list[bytes] = [self.token_bytes[i] for i in short]  # for bisection
         self.lens = np.array([len(self.token_bytes[i]) for i in short], dtype=np.int32)
         width = int(self.lens.max()) if n else 1
         flat = b"".join(self.token_bytes[i].ljust(width, b"\0") for i in short)
