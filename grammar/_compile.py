@@ -7,6 +7,7 @@ visit, with numpy over the vocabulary at once, and kept. A decode step is then a
 from __future__ import annotations
 
 import bisect
+import sys
 import threading
 import weakref
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from ._completion import Completion
 from ._grammar import Grammar
 from ._tokens import MATRIX_WIDTH, TokenTables, token_tables
 
+_FEW_WORDS = 8  # bitmask words a mask writes one by one rather than by fancy indexing
 _FEW = 8  # tokens still walking below which `_walk` finishes them one by one
 
 _UTF8_SHAPES = (
@@ -46,6 +48,7 @@ class StateMask:
     words: np.ndarray  # int32 indices of the bitmask words that differ from the background
     values: np.ndarray  # int32 contents of those words
     successors: np.ndarray  # distinct states the allowed tokens lead to (EOS excluded)
+    pairs: tuple[tuple[int, int], ...] | None = None  # (word, value) when few: set one by one
 
     def allowed_ids(self, size: int) -> np.ndarray:
         if not self.inverted:
@@ -57,7 +60,18 @@ class StateMask:
     def write(self, row: np.ndarray) -> None:
         """Write this set into one packed int32 bitmask row."""
         row.fill(-1 if self.inverted else 0)
-        row[self.words] = self.values
+        if self.pairs is not None:  # item by item beats fancy indexing for a handful
+            for word, value in self.pairs:
+                row[word] = value
+        else:
+            row[self.words] = self.values
+
+
+def word_pairs(words: np.ndarray, values: np.ndarray) -> tuple[tuple[int, int], ...] | None:
+    """The (word, value) pairs of a row that touches few words, else None."""
+    if words.size > _FEW_WORDS:
+        return None
+    return tuple(zip(words.tolist(), values.tolist()))
 
 
 def packed_words(ids: np.ndarray, inverted: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -96,7 +110,8 @@ class CompiledGrammar:
     @property
     def nbytes(self) -> int:
         """Memory held by this compiled grammar's arrays (the shared vocabulary excluded)."""
-        rows = sum(a.nbytes + b.nbytes + c.nbytes for a, b, c in self._pool.values())
+        rows = sum(ids.nbytes + words.nbytes + values.nbytes + _size_of(pairs)
+                   for ids, words, values, pairs in self._pool.values())
         successors = sum(m.successors.nbytes for m in self._masks.values())
         return int(rows + successors + self.automaton.table[: len(self.automaton.configs)].nbytes)
 
@@ -172,8 +187,9 @@ class CompiledGrammar:
             # Bits past the vocabulary in the last word stay clear, whatever the background.
             padding = np.arange(t.size, -(-t.size // 32) * 32, dtype=np.int32)
             cleared = np.concatenate([ids, padding]) if inverted else ids
-            shared = self._pool[key] = (ids, *packed_words(cleared, inverted))
-        return StateMask(count, shared[0], inverted, shared[1], shared[2], succ)
+            words, values = packed_words(cleared, inverted)
+            shared = self._pool[key] = (ids, words, values, word_pairs(words, values))
+        return StateMask(count, shared[0], inverted, shared[1], shared[2], succ, shared[3])
 
     def _forced_tokens(self, state: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Tokens allowed in a state that forces its next bytes: those that spell a prefix of
@@ -365,6 +381,13 @@ class CompiledGrammar:
         if self._completion is None:
             self._completion = Completion(self)
         return self._completion
+
+
+def _size_of(pairs: tuple[tuple[int, int], ...] | None) -> int:
+    """Bytes the Python objects of `pairs` take (counting every int, shared or not)."""
+    if pairs is None:
+        return 0
+    return sys.getsizeof(pairs) + sum(sys.getsizeof(p) + sys.getsizeof(p[0]) + sys.getsizeof(p[1]) for p in pairs)
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._compile import CompiledGrammar, StateMask, packed_words
+from ._compile import CompiledGrammar, StateMask, packed_words, word_pairs
 from ._errors import MatcherError
 
 _TERMINATED = -3
@@ -156,7 +156,9 @@ class Matcher:
         cached = getattr(self.compiled, "_eos_only_mask", None)
         if cached is None:
             eos = self.compiled.tables.eos_ids
-            cached = StateMask(int(eos.size), eos, False, *packed_words(eos, False), np.zeros(0, np.int32))
+            words, values = packed_words(eos, False)
+            cached = StateMask(int(eos.size), eos, False, words, values, np.zeros(0, np.int32),
+                               word_pairs(words, values))
             self.compiled._eos_only_mask = cached
         return cached
 
