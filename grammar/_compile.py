@@ -97,7 +97,8 @@ class CompiledGrammar:
         self.automaton = Automaton(grammar.rule_set())
         self.vocab_size = self.tables.size
         self._masks: dict[int, StateMask] = {}
-        self._pool: dict[tuple[bool, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        # (inverted, ids) -> ids, words, values, pairs: states with the same token set share them
+        self._pool: dict[tuple[bool, bytes], tuple[np.ndarray, np.ndarray, np.ndarray, tuple | None]] = {}
         self._completion: Completion | None = None
         self._utf8_loop: dict[int, bool] = {}
         self._doom: dict[int, bool] = {}
