@@ -51,6 +51,8 @@ SCHEMAS = {
         "required": ["id", "items", "gift"], "additionalProperties": False,
     },
 }
+BUDGET = 256  # max_tokens of the reference generations
+
 PROMPTS = {
     "person": "Describe a fictional customer as a JSON object with name, age and email.",
     "weather": "Ask for the weather in Lisbon for five days, as JSON.",
@@ -74,8 +76,9 @@ def feed(rt: runtimes.LlamaCpp, prompt: list[int], tokens: list[int], compiled: 
          ) -> tuple[list[float], list[float]]:
     """Feed `tokens` after `prompt`; per token: (model step + selection) and selection alone.
 
-    With `compiled`, selection is what the decode loop does under a grammar (budget check,
-    mask, masked greedy selection, accept, completion checks); without, a plain argmax."""
+    With `compiled`, selection is what the decode loop does under a grammar (mask, masked
+    greedy selection, accept, the check that the budget left can close the document); without,
+    a plain argmax."""
     sampler = Sampler()
     matcher = grammar.Matcher(compiled, stop_when_complete=True) if compiled is not None else None
     logits = rt._prefill(prompt)
@@ -85,12 +88,11 @@ def feed(rt: runtimes.LlamaCpp, prompt: list[int], tokens: list[int], compiled: 
         if matcher is None:
             sampler.select(logits)
         else:  # what _DecodeLoop does per token, with the reference token accepted
-            matcher.min_tokens_to_complete()  # budget check
             sampler.select(logits, matcher.next_token_mask())
             if not matcher.accept_token(token):
                 raise AssertionError(f"token {token} at {i} left the grammar")
             if not matcher.is_complete():
-                matcher.min_tokens_to_complete()  # room left to close the document?
+                matcher.can_complete_within(BUDGET - i - 1)  # room left to close the document?
             matcher.is_terminated()
         selected = time.perf_counter()
         if i + 1 < len(tokens):
@@ -103,7 +105,7 @@ def feed(rt: runtimes.LlamaCpp, prompt: list[int], tokens: list[int], compiled: 
 
 def mask_cost(rt: runtimes.LlamaCpp, name: str, rounds: int) -> dict[str, float]:
     # The reference tokens come from a grammar object of their own, so the measured one starts cold.
-    reference = rt.generate_sync(chat(PROMPTS[name]), grammar=grammar.from_json_schema(SCHEMAS[name]), max_tokens=256)
+    reference = rt.generate_sync(chat(PROMPTS[name]), grammar=grammar.from_json_schema(SCHEMAS[name]), max_tokens=BUDGET)
     started = time.perf_counter()
     compiled = rt.compiled(grammar.from_json_schema(SCHEMAS[name]))
     compile_ms = (time.perf_counter() - started) * 1e3
