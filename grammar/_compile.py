@@ -19,6 +19,7 @@ from ._completion import Completion
 from ._grammar import Grammar
 from ._tokens import MATRIX_WIDTH, TokenTables, token_tables
 
+_NO_WORDS = np.zeros(0, np.int32)
 _FEW_WORDS = 8  # bitmask words a mask writes one by one rather than by fancy indexing
 _FEW = 8  # tokens still walking below which `_walk` finishes them one by one
 
@@ -49,6 +50,7 @@ class StateMask:
     values: np.ndarray  # int32 contents of those words
     successors: np.ndarray  # distinct states the allowed tokens lead to (EOS excluded)
     pairs: tuple[tuple[int, int], ...] | None = None  # (word, value) when few: set one by one
+    row: np.ndarray | None = None  # the whole packed row, kept instead when it is the smaller
 
     def allowed_ids(self, size: int) -> np.ndarray:
         if not self.inverted:
@@ -59,6 +61,9 @@ class StateMask:
 
     def write(self, row: np.ndarray) -> None:
         """Write this set into one packed int32 bitmask row."""
+        if self.row is not None:
+            row[:] = self.row
+            return
         row.fill(-1 if self.inverted else 0)
         if self.pairs is not None:  # item by item beats fancy indexing for a handful
             for word, value in self.pairs:
@@ -97,8 +102,8 @@ class CompiledGrammar:
         self.automaton = Automaton(grammar.rule_set())
         self.vocab_size = self.tables.size
         self._masks: dict[int, StateMask] = {}
-        # (inverted, ids) -> ids, words, values, pairs: states with the same token set share them
-        self._pool: dict[tuple[bool, bytes], tuple[np.ndarray, np.ndarray, np.ndarray, tuple | None]] = {}
+        # (inverted, ids) -> ids, words, values, pairs, row: states with the same set share them
+        self._pool: dict[tuple[bool, bytes], tuple[np.ndarray, np.ndarray, np.ndarray, tuple | None, np.ndarray | None]] = {}
         self._completion: Completion | None = None
         self._utf8_loop: dict[int, bool] = {}
         self._doom: dict[int, bool] = {}
@@ -111,8 +116,10 @@ class CompiledGrammar:
     @property
     def nbytes(self) -> int:
         """Memory held by this compiled grammar's arrays (the shared vocabulary excluded)."""
-        rows = sum(ids.nbytes + words.nbytes + values.nbytes + _size_of(pairs)
-                   for ids, words, values, pairs in self._pool.values())
+        rows = sum(
+            ids.nbytes + words.nbytes + values.nbytes + _size_of(pairs) + (0 if full is None else full.nbytes)
+            for ids, words, values, pairs, full in self._pool.values()
+        )
         successors = sum(m.successors.nbytes for m in self._masks.values())
         return int(rows + successors + self.automaton.table[: len(self.automaton.configs)].nbytes)
 
@@ -189,8 +196,15 @@ class CompiledGrammar:
             padding = np.arange(t.size, -(-t.size // 32) * 32, dtype=np.int32)
             cleared = np.concatenate([ids, padding]) if inverted else ids
             words, values = packed_words(cleared, inverted)
-            shared = self._pool[key] = (ids, words, values, word_pairs(words, values))
-        return StateMask(count, shared[0], inverted, shared[1], shared[2], succ, shared[3])
+            width = -(-t.size // 32)
+            if words.size * 2 > width:
+                # Words and values for over half the row take more room than the row itself.
+                full = np.full(width, -1 if inverted else 0, dtype=np.int32)
+                full[words] = values
+                shared = self._pool[key] = (ids, _NO_WORDS, _NO_WORDS, None, full)
+            else:
+                shared = self._pool[key] = (ids, words, values, word_pairs(words, values), None)
+        return StateMask(count, shared[0], inverted, shared[1], shared[2], succ, shared[3], shared[4])
 
     def _forced_tokens(self, state: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Tokens allowed in a state that forces its next bytes: those that spell a prefix of
