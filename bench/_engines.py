@@ -167,11 +167,11 @@ class LLGuidance(Engine):
             self.why_unavailable = f"{type(exc).__name__}: {exc}"
 
     def prepare(self, vocab: Vocabulary) -> float:
-        from bench._tokenize import Tokenizer
+        from runtimes.testing import GreedyTokenizer
 
         start = time.perf_counter()
-        tok = Tokenizer(vocab)
-        wrapper = self.llg.TokenizerWrapper(_Wrapped(vocab, tok.encode))
+        tok = GreedyTokenizer(vocab)
+        wrapper = self.llg.TokenizerWrapper(_Wrapped(vocab, tok.encode_bytes))
         self.tokenizer = self.llg.LLTokenizer(wrapper, n_vocab=vocab.size)
         return time.perf_counter() - start
 

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from bench._engines import FREE_JSON, Engine, all_engines
-from bench._tokenize import Tokenizer
+from runtimes.testing import GreedyTokenizer
 
 COMPILE_RUNS = 5
 """Fresh compiles (grammar plus every state the document visits) per engine and schema; the
@@ -188,12 +188,12 @@ def run(vocab_names: list[str], schema_names: list[str], passes: int) -> None:
     for vname in vocab_names:
         vocab = loaders[vname]()
         print(f"\n## {vname}: {vocab.size} ids")
-        tokenizer = Tokenizer(vocab)
+        tokenizer = GreedyTokenizer(vocab)
         for e in engines:
             print(f"  {e.name:14s} vocabulary preparation {e.prepare(vocab) * 1e3:8.1f} ms")
         for sname in schema_names:
             schema, instance = SCHEMAS[sname]
-            tokens = tokenizer.encode(_canonical(instance)) + [min(vocab.eos_ids)]
+            tokens = tokenizer.encode_bytes(_canonical(instance)) + [min(vocab.eos_ids)]
             rows: dict[str, dict] = {}
             compiled: dict[str, object] = {}
             cold: dict[str, list[tuple[float, float, float]]] = {e.name: [] for e in engines}

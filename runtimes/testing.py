@@ -53,17 +53,23 @@ def render_plain(messages: Messages, tools: list[dict[str, Any]] | None) -> str:
 
 
 class GreedyTokenizer:
-    """Longest-match tokenization over a vocabulary's byte strings (enough to count and seed)."""
+    """Longest-match tokenization over a vocabulary's byte strings (enough to count and seed,
+    and to split a benchmark's documents the same way for every engine)."""
 
     def __init__(self, vocabulary: Vocabulary):
         special = vocabulary.special_ids | vocabulary.eos_ids
-        self._ids = {
-            tok: i for i, tok in enumerate(vocabulary.tokens) if tok and i not in special
-        }
+        self._ids: dict[bytes, int] = {}
+        for i, tok in enumerate(vocabulary.tokens):
+            if tok and i not in special:
+                self._ids.setdefault(tok, i)
         self._longest = max((len(tok) for tok in self._ids), default=1)
 
     def encode(self, text: str) -> list[int]:
-        data = text.encode("utf-8")
+        """`text`'s ids; a byte no token spells is skipped (synthetic vocabularies spell all)."""
+        return self.encode_bytes(text.encode("utf-8"), skip_unknown=True)
+
+    def encode_bytes(self, data: bytes, *, skip_unknown: bool = False) -> list[int]:
+        """`data`'s ids; a byte no token spells is a ValueError unless `skip_unknown`."""
         ids: list[int] = []
         i = 0
         while i < len(data):
@@ -74,7 +80,9 @@ class GreedyTokenizer:
                     i += width
                     break
             else:
-                i += 1  # a byte no token covers: skipped (synthetic vocabularies cover all bytes)
+                if not skip_unknown:
+                    raise ValueError(f"no token spells byte {data[i]:#x} at offset {i}")
+                i += 1
         return ids
 
 
