@@ -180,7 +180,8 @@ class Matcher:
         s = self._history[-1]
         if s == _TERMINATED:
             return 0
-        return self.compiled.completion.lower(s)[0]
+        with self.compiled._lock:
+            return self.compiled.completion.lower(s)[0]
 
     def can_complete_within(self, n: int) -> bool:
         """Whether the document can certainly be completed in at most `n` more tokens.
