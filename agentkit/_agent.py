@@ -282,19 +282,25 @@ class Agent(Generic[OutputT]):
         state.usage = state.usage + generation.usage
         if generation.finish_reason == "cancelled":
             raise asyncio.CancelledError("the runtime cancelled the generation")
-        text = model_written_calls(generation, g, self.runtime.tool_call_envelope) if generation.steered and g is not None else None
-        if text is None and budget_reached(generation):
-            raise IncompleteOutput(
-                f"turn {state.step} reached its token limit ({budget} tokens) before the model finished; "
-                "raise max_tokens",
-                text=generation.text,
-                **state.context(),
-            )
+        text = generation.text
+        if budget_reached(generation):
+            # Calls the model finished before the runtime began closing the turn still run.
+            kept = None
+            if generation.steered and g is not None:
+                kept = model_written_calls(generation, g, self.runtime.tool_call_envelope)
+            if kept is None:
+                raise IncompleteOutput(
+                    f"turn {state.step} reached its token limit ({budget} tokens) before the model finished; "
+                    "raise max_tokens",
+                    text=generation.text,
+                    **state.context(),
+                )
+            text = kept
         if self.token_budget is not None and state.usage.completion_tokens > self.token_budget:
             raise TokenLimitExceeded(f"the run used more than its token budget of {self.token_budget}", **state.context())
         try:
             return parse_turn(
-                generation.text if text is None else text,
+                text,
                 envelope=self.runtime.tool_call_envelope,
                 tool_names=set(self.tools),
                 step=state.step,
