@@ -9,7 +9,7 @@ where the grammar is regular, a pushdown automaton (bounded in depth) where it r
 States are built on first visit and numbered. Bytes the automaton never tells apart share a
 class (`class_of`); `rows[s][class_of[b]]` is the successor of state `s` on byte `b` (-1:
 dead), and the numpy `table` (one int32 row per state, one column per class, -2 for rows not
-built yet) is what the vectorised token walk in `_compile` gathers from.
+written yet) is what the vectorised token walk in `_compile` gathers from.
 """
 
 from __future__ import annotations
@@ -69,9 +69,8 @@ def _split(lo: int, hi: int, out: list[list[tuple[int, int]]]) -> None:
 # --- rule graph analysis ---------------------------------------------------------------------
 
 
-def _recursive_rules(rules: Rules) -> set[str]:
+def _recursive_rules(graph: dict[str, list[str]]) -> set[str]:
     """Names of rules that lie on a reference cycle (Tarjan's SCC, iterative)."""
-    graph = {name: sorted(rules.references(rules.rules[name])) for name in rules.reachable()}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     on_stack: set[str] = set()
@@ -118,9 +117,9 @@ def _recursive_rules(rules: Rules) -> set[str]:
     return out
 
 
-def check_left_recursion(rules: Rules) -> None:
+def check_left_recursion(rules: Rules, graph: dict[str, list[str]]) -> None:
     """Refuse left recursion: a rule that can reach itself before consuming any input."""
-    reachable = {name: rules.rules[name] for name in rules.reachable()}
+    reachable = {name: rules.rules[name] for name in graph}
     cycle = left_recursion(reachable, nullable_rules(reachable))
     if cycle:
         raise CompileError(
@@ -134,13 +133,13 @@ def check_left_recursion(rules: Rules) -> None:
 class _NFA:
     """Thompson-style NFA over bytes with call edges for recursive rules."""
 
-    def __init__(self, rules: Rules):
+    def __init__(self, rules: Rules, graph: dict[str, list[str]]):
         self.rules = rules
         self.byte_edges: list[list[tuple[int, int, int]]] = []
         self.eps: list[list[int]] = []
         self.calls: list[list[tuple[int, int]]] = []  # (callee start state, return state)
         self.rule_end: list[bool] = []
-        self.recursive = _recursive_rules(rules)
+        self.recursive = _recursive_rules(graph)
         self.starts: dict[str, int] = {}
         self.pending: list[str] = []
         self.root_start = self.new()
@@ -240,15 +239,16 @@ class _NFA:
 
 # --- lazily determinised automaton ---------------------------------------------------------
 
-Stack = tuple  # (return state, parent stack) or () for the empty stack
+Stack = tuple  # (return state, parent stack, depth) or () for the empty stack
 
 
 class Automaton:
     """Deterministic byte automaton over sets of (NFA state, return stack) configurations."""
 
     def __init__(self, rules: Rules):
-        check_left_recursion(rules)
-        self.nfa = nfa = _NFA(rules)
+        graph = rules.graph()
+        check_left_recursion(rules, graph)
+        self.nfa = nfa = _NFA(rules, graph)
         self._classes(nfa)
         self.configs: list[frozenset] = []
         self.index: dict[frozenset, int] = {}
@@ -257,6 +257,7 @@ class Automaton:
         self.rows: list[list[int] | None] = []
         self.table = np.full((64, self.n_classes), UNBUILT, dtype=np.int16)
         self._moves: dict[frozenset, int] = {}
+        self._single_moves: dict[tuple[int, Stack], int] = {}
         self._locals: dict[int, tuple[tuple[int, ...], bool, bool]] = {}
         self.start = self._intern(self._closure([(nfa.root_start, ())]))
 
@@ -341,7 +342,7 @@ class Automaton:
                 todo.append((t, stack))
             if nfa.calls[q] and stack_depth(stack) < MAX_STACK_DEPTH:
                 for callee, ret in nfa.calls[q]:
-                    todo.append((callee, (ret, stack)))
+                    todo.append((callee, (ret, stack, stack_depth(stack) + 1)))
             if nfa.rule_end[q] and stack:
                 todo.append((stack[0], stack[1]))
             elif q == nfa.root_end and not stack:
@@ -400,24 +401,55 @@ class Automaton:
         if len(configs) == 1:
             # The common case: one configuration, whose edges never overlap.
             ((q, stack),) = configs
-            for lo, hi, t in self._edge_classes(q):
-                nxt = self._successor([(t, stack)])
+            moves = self._single_moves
+            edges = self._edge_classes(q)
+            for lo, hi, t in edges:
+                key = (t, stack)
+                nxt = moves.get(key)
+                if nxt is None:
+                    nxt = moves[key] = self._intern(self._closure([key]))
                 succ[lo:hi] = [nxt] * (hi - lo)
+            live = [(lo, hi) for lo, hi, _ in edges if succ[lo] >= 0]
+            forced = self.single_byte[live[0][0]] if len(live) == 1 and live[0][1] - live[0][0] == 1 else -1
         else:
-            buckets: dict[int, list[tuple[int, Stack]]] = {}
+            # Sweep the class boundaries: between two of them, the same edges apply.
+            starts: dict[int, list[tuple[int, Stack]]] = {}
+            stops: dict[int, list[tuple[int, Stack]]] = {}
             for q, stack in configs:
                 for lo, hi, t in self._edge_classes(q):
-                    for c in range(lo, hi):
-                        bucket = buckets.get(c)
-                        if bucket is None:
-                            buckets[c] = [(t, stack)]
-                        else:
-                            bucket.append((t, stack))
-            for c, moved in buckets.items():
-                succ[c] = self._successor(moved)
-        self.table[s] = succ
+                    starts.setdefault(lo, []).append((t, stack))
+                    stops.setdefault(hi, []).append((t, stack))
+            active: list[tuple[int, Stack]] = []
+            live = []
+            bounds = sorted(starts.keys() | stops.keys())
+            for lo, hi in zip(bounds, bounds[1:]):
+                for move in stops.get(lo, ()):
+                    active.remove(move)
+                active.extend(starts.get(lo, ()))
+                if active:
+                    nxt = self._successor(active)
+                    succ[lo:hi] = [nxt] * (hi - lo)
+                    if nxt >= 0:
+                        live.append((lo, hi))
+            forced = self.single_byte[live[0][0]] if len(live) == 1 and live[0][1] - live[0][0] == 1 else -1
+        self._forced[s] = -1 if self.accepting[s] else forced
         self.rows[s] = succ
         return succ
+
+    def numpy_rows(self, states) -> np.ndarray:
+        """The numpy `table`, with the rows of `states` built and written into it.
+
+        Rows reach the table only when a vectorised walk asks for them: most states are only
+        ever stepped in Python, one byte at a time.
+        """
+        if len(states) == 1:
+            (s,) = states
+            row = self.build(s)
+            self.table[s] = row
+        else:
+            rows = [self.build(s) for s in states]
+            self.table[list(states)] = rows
+        return self.table
 
     def step(self, s: int, byte: int) -> int:
         row = self.rows[s]
@@ -427,8 +459,7 @@ class Automaton:
 
     def byte_row(self, s: int) -> np.ndarray:
         """The successor of `s` on each of the 256 bytes, as a numpy row."""
-        self.build(s)
-        return self.table[s][self.class_of]
+        return self.numpy_rows((s,))[s][self.class_of]
 
     def walk(self, s: int, data: bytes) -> int:
         cl = self.class_list
@@ -447,13 +478,8 @@ class Automaton:
         document may also end here)."""
         found = self._forced.get(s)
         if found is None:
-            found = -1
-            if not self.accepting[s]:
-                row = self.build(s)
-                live = [c for c, v in enumerate(row) if v >= 0]
-                if len(live) == 1:
-                    found = self.single_byte[live[0]]
-            self._forced[s] = found
+            self.build(s)  # records it
+            found = self._forced[s]
         return found
 
     def can_extend(self, s: int) -> bool:
@@ -501,8 +527,4 @@ def _byte_range(lo: int, hi: int) -> str:
 
 def stack_depth(stack: Stack) -> int:
     """How many return states `stack` holds."""
-    n = 0
-    while stack:
-        n += 1
-        stack = stack[1]
-    return n
+    return stack[2] if stack else 0

@@ -21,6 +21,8 @@ from ._tokens import MATRIX_WIDTH, TokenTables, token_tables
 
 _NO_WORDS = np.zeros(0, np.int32)
 _FEW_WORDS = 8  # bitmask words a mask writes one by one rather than by fancy indexing
+_SMALL = 64  # allowed ids up to which a mask is assembled without numpy
+_FEW_WALKS = 24  # tokens up to which stepping each in Python beats a vectorised walk
 _FEW = 8  # tokens still walking below which `_walk` finishes them one by one
 
 _UTF8_SHAPES = (
@@ -151,7 +153,7 @@ class CompiledGrammar:
             # Most states of a schema sit inside a literal (a key, punctuation): only the tokens
             # that spell part of it, or all of it and more, can follow.
             positions, ends, long_ids, long_ends = self._forced_tokens(state)
-            return self._state_mask(t.order[positions], long_ids, accepting, None, [ends, long_ends])
+            return self._state_mask(t.order[positions], long_ids, accepting, [ends, long_ends])
         row_np = a.byte_row(state)
         loop = self._loop_class(state, row_np)
         if loop is None:
@@ -166,20 +168,42 @@ class CompiledGrammar:
         positions, ends = self._without_doomed(positions, ends)
         long_ids, long_ends = self._walk_long(state, t.long_ids[row_np[t.long_first] >= 0])
         successors += [ends, long_ends]
-        dense = None if loop is None else loop.looping_ids
-        return self._state_mask(t.order[positions], long_ids, accepting, dense, successors)
+        if loop is not None:
+            return self._loop_mask(loop, t.order[positions], long_ids, accepting, successors)
+        return self._state_mask(t.order[positions], long_ids, accepting, successors)
 
-    def _state_mask(self, ids: np.ndarray, long_ids: np.ndarray, accepting: bool, dense: np.ndarray | None,
-                    successors: list[np.ndarray]) -> StateMask:
-        """The mask of the allowed `ids` and `long_ids` (plus EOS where `accepting`, plus the
-        `dense` boolean set), in its smaller form."""
+    def _loop_mask(self, loop, ids: np.ndarray, long_ids: np.ndarray, accepting: bool,
+                   successors: list[np.ndarray]) -> StateMask:
+        """The mask of a state most tokens loop on: the loop class's complement less the walked
+        `ids`, `long_ids` (and EOS where `accepting`), without a pass over the vocabulary."""
         t = self.tables
         parts = [ids, long_ids, t.eos_ids] if accepting else [ids, long_ids]
-        if dense is None and sum(p.size for p in parts) * 2 <= t.size:
+        others = loop.other_ids  # every id outside the loop class, sorted; `parts` lie in it
+        keep = np.ones(others.size, dtype=bool)
+        keep[np.searchsorted(others, np.concatenate(parts))] = False
+        disallowed = others[keep]
+        count = t.size - int(disallowed.size)
+        succ = _distinct(np.concatenate(successors))
+        if count * 2 <= t.size:  # a small loop class: keep the allowed ids instead
+            allowed = np.ones(t.size, dtype=bool)
+            allowed[disallowed] = False
+            return self._pooled(np.flatnonzero(allowed).astype(np.int32), False, count, succ)
+        return self._pooled(disallowed, True, count, succ)
+
+    def _state_mask(self, ids: np.ndarray, long_ids: np.ndarray, accepting: bool,
+                    successors: list[np.ndarray]) -> StateMask:
+        """The mask of the allowed `ids` and `long_ids` (plus EOS where `accepting`), in its
+        smaller form."""
+        t = self.tables
+        parts = [ids, long_ids, t.eos_ids] if accepting else [ids, long_ids]
+        total = sum(p.size for p in parts)
+        if total <= _SMALL:
+            return self._small_mask(parts, successors)
+        if total * 2 <= t.size:
             ids, inverted = np.sort(np.concatenate(parts)).astype(np.int32), False
             count = int(ids.size)
         else:
-            allowed = np.zeros(t.size, dtype=bool) if dense is None else dense.copy()
+            allowed = np.zeros(t.size, dtype=bool)
             for part in parts:
                 allowed[part] = True
             count = int(np.count_nonzero(allowed))
@@ -187,7 +211,11 @@ class CompiledGrammar:
                 ids, inverted = np.flatnonzero(allowed).astype(np.int32), False
             else:
                 ids, inverted = np.flatnonzero(~allowed).astype(np.int32), True
-        succ = _distinct(np.concatenate(successors))
+        return self._pooled(ids, inverted, count, _distinct(np.concatenate(successors)))
+
+    def _pooled(self, ids: np.ndarray, inverted: bool, count: int, succ: np.ndarray) -> StateMask:
+        """A state's mask over the pooled copy of its id set (made on first use)."""
+        t = self.tables
         # States with the same token set (every plain string state, say) share one copy.
         key = (inverted, ids.tobytes())
         shared = self._pool.get(key)
@@ -195,54 +223,86 @@ class CompiledGrammar:
             # Bits past the vocabulary in the last word stay clear, whatever the background.
             padding = np.arange(t.size, -(-t.size // 32) * 32, dtype=np.int32)
             cleared = np.concatenate([ids, padding]) if inverted else ids
-            words, values = packed_words(cleared, inverted)
-            width = -(-t.size // 32)
-            if words.size * 2 > width:
-                # Words and values for over half the row take more room than the row itself.
-                full = np.full(width, -1 if inverted else 0, dtype=np.int32)
-                full[words] = values
-                shared = self._pool[key] = (ids, _NO_WORDS, _NO_WORDS, None, full)
-            else:
-                shared = self._pool[key] = (ids, words, values, word_pairs(words, values), None)
+            shared = self._share(key, ids, *packed_words(cleared, inverted), inverted)
         return StateMask(count, shared[0], inverted, shared[1], shared[2], succ, shared[3], shared[4])
+
+    def _share(self, key: tuple[bool, bytes], ids: np.ndarray, words: np.ndarray, values: np.ndarray,
+               inverted: bool) -> tuple:
+        """Pool one token set's arrays, as words and values or, where that is larger, the row."""
+        width = -(-self.tables.size // 32)
+        if words.size * 2 > width:
+            # Words and values for over half the row take more room than the row itself.
+            full = np.full(width, -1 if inverted else 0, dtype=np.int32)
+            full[words] = values
+            shared = (ids, _NO_WORDS, _NO_WORDS, None, full)
+        else:
+            shared = (ids, words, values, word_pairs(words, values), None)
+        self._pool[key] = shared
+        return shared
+
+    def _small_mask(self, parts: list[np.ndarray], successors: list[np.ndarray]) -> StateMask:
+        """`_state_mask` for a handful of allowed ids, in plain Python: at this size numpy's
+        fixed cost per call is what a mask would spend its time on."""
+        allowed = sorted(set().union(*(p.tolist() for p in parts)))
+        ids = np.array(allowed, dtype=np.int32)
+        key = (False, ids.tobytes())
+        shared = self._pool.get(key)
+        if shared is None:
+            packed: dict[int, int] = {}
+            for i in allowed:
+                packed[i >> 5] = packed.get(i >> 5, 0) | (1 << (i & 31))
+            words = np.array(list(packed), dtype=np.int32)
+            values = np.array(list(packed.values()), dtype=np.uint32).view(np.int32)
+            shared = self._share(key, ids, words, values, False)
+        succ = sorted(set().union(*(e.tolist() for e in successors)))
+        return StateMask(len(allowed), shared[0], False, shared[1], shared[2],
+                         np.array(succ, dtype=np.int32), shared[3], None)
 
     def _forced_tokens(self, state: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Tokens allowed in a state that forces its next bytes: those that spell a prefix of
         the forced run (found by bisection in the sorted tokens) and those that spell all of it
         and go on (a contiguous range of the sorted tokens, walked from the run's end).
 
-        Returns sorted positions and their end states, then long token ids and theirs.
+        The run is followed only as far as some token still spells it. Returns sorted positions
+        and their end states, then long token ids and theirs.
         """
         a = self.automaton
         t = self.tables
+        sorted_bytes = t.sorted_bytes
+        n = len(sorted_bytes)
+        positions: list[int] = []
+        ends: list[int] = []
+        first = b = a.forced_byte(state)
         run = bytearray()
-        states = [state]
-        s, b = state, a.forced_byte(state)
+        s = state
+        lo = 0
         while b >= 0 and len(run) < MATRIX_WIDTH:
             run.append(b)
             s = a.step(s, b)
-            states.append(s)
-            b = a.forced_byte(s)
-        run = bytes(run)
-        sorted_bytes = t.sorted_bytes
-        positions: list[int] = []
-        ends: list[int] = []
-        for j in range(1, len(run) + 1):
-            lo = bisect.bisect_left(sorted_bytes, run[:j])
-            hi = bisect.bisect_right(sorted_bytes, run[:j], lo)
+            prefix = bytes(run)
+            lo = bisect.bisect_left(sorted_bytes, prefix, lo)
+            if lo == n or not sorted_bytes[lo].startswith(prefix):
+                break  # no token spells this much of the run, so none spells more
+            hi = bisect.bisect_right(sorted_bytes, prefix, lo)
             positions.extend(range(lo, hi))
-            ends.extend([states[j]] * (hi - lo))
-        lo = bisect.bisect_right(sorted_bytes, run)
-        hi = bisect.bisect_right(sorted_bytes, run + b"\xff" * MATRIX_WIDTH, lo)
-        positions_np = np.asarray(positions, np.int64)
-        ends_np = np.asarray(ends, np.int32)
-        if hi > lo:
-            more, more_ends = self._walk(s, np.arange(lo, hi, dtype=np.int64), start=len(run))
-            positions_np = np.concatenate([positions_np, more])
-            ends_np = np.concatenate([ends_np, more_ends])
-        positions_np, ends_np = self._without_doomed(positions_np, ends_np)
-        long_ids = t.long_ids[t.long_first == run[0]]
-        return (positions_np, ends_np, *self._walk_long(state, long_ids))
+            ends.extend([s] * (hi - lo))
+            b = a.forced_byte(s)
+        else:  # the run ended: the tokens that spell all of it and go on
+            prefix = bytes(run)
+            lo = bisect.bisect_right(sorted_bytes, prefix, lo)
+            hi = bisect.bisect_right(sorted_bytes, prefix + b"\xff" * MATRIX_WIDTH, lo)
+            if hi - lo <= _FEW_WALKS:
+                for i in range(lo, hi):
+                    v = a.walk(s, sorted_bytes[i][len(run):])
+                    if v >= 0:
+                        positions.append(i)
+                        ends.append(v)
+            else:
+                more, more_ends = self._walk(s, np.arange(lo, hi, dtype=np.int64), start=len(run))
+                positions.extend(more.tolist())
+                ends.extend(more_ends.tolist())
+        positions_np, ends_np = self._without_doomed(np.array(positions, np.int64), np.array(ends, np.int32))
+        return (positions_np, ends_np, *self._walk_long(state, t.long_starting(first)))
 
     def _walk_long(self, state: int, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The tokens among `ids` (longer than the token matrix) allowed in `state`, and where
@@ -266,6 +326,8 @@ class CompiledGrammar:
         return found
 
     def _without_doomed(self, positions: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not self.automaton.nfa.recursive:
+            return positions, ends
         depths = self.automaton.depths
         doomed = [v for v in set(ends.tolist()) if depths[v] >= MAX_STACK_DEPTH and self._doomed(v)]
         if not doomed:
@@ -303,8 +365,7 @@ class CompiledGrammar:
         t = self.tables
         out_pos: list[np.ndarray] = []
         out_end: list[np.ndarray] = []
-        a.build(state)
-        table = a.table
+        table = a.numpy_rows((state,))
         lens = t.lens
         matrix = t.matrix
         class_of = a.class_of
@@ -334,9 +395,7 @@ class CompiledGrammar:
             nxt = table[cur, cls]
             unbuilt = nxt == UNBUILT
             if np.count_nonzero(unbuilt):
-                for s in set(cur[unbuilt].tolist()):
-                    a.build(s)
-                table = a.table
+                table = a.numpy_rows(set(cur[unbuilt].tolist()))
                 nxt = table[cur, cls]
             ok = nxt >= 0
             idx = idx[ok]

@@ -144,7 +144,7 @@ class Completion:
             if total >= UNKNOWN or depth + pushes[q] > MAX_STACK_DEPTH:
                 continue
             while stack:
-                ret, stack = stack
+                ret, stack, _ = stack
                 depth -= 1
                 if to_end[ret] >= UNKNOWN or depth + pushes[ret] > MAX_STACK_DEPTH:
                     total = UNKNOWN

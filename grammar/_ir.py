@@ -9,7 +9,7 @@ literals) so that every back end sees the same shapes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Union
 
 MAX_CODE_POINT = 0x10FFFF
@@ -46,6 +46,10 @@ class Seq:
     """Each item in order. `Seq(())` is the empty string."""
 
     items: tuple["Node", ...]
+    _hash: int = field(default=-1, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, self.items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +57,10 @@ class Alt:
     """Any one of the items. `Alt(())` matches nothing."""
 
     items: tuple["Node", ...]
+    _hash: int = field(default=-1, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, self.items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +70,10 @@ class Repeat:
     item: "Node"
     min: int
     max: int | None
+    _hash: int = field(default=-1, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (self.item, self.min, self.max))
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +84,16 @@ class Ref:
 
 
 Node = Union[Lit, Chars, Seq, Alt, Repeat, Ref]
+
+
+def _cached_hash(node, fields: object) -> int:
+    # Composite nodes hash their whole subtree; front ends hash them often (deduplicating
+    # alternatives), so each computes it once. hash() never returns -1.
+    h = node._hash
+    if h == -1:
+        h = hash(fields)
+        object.__setattr__(node, "_hash", h)
+    return h
 
 EMPTY = Seq(())
 NOTHING = Alt(())
@@ -228,16 +250,22 @@ class Rules:
 
     def reachable(self) -> list[str]:
         """Rule names reachable from the root, root first."""
+        return list(self.graph())
+
+    def graph(self) -> dict[str, list[str]]:
+        """Each rule reachable from the root (root first) with the names it refers to."""
+        out: dict[str, list[str]] = {}
         order = [self.root]
         seen = {self.root}
         i = 0
         while i < len(order):
-            for name in sorted(self.references(self.rules[order[i]])):
+            refs = out[order[i]] = sorted(self.references(self.rules[order[i]]))
+            for name in refs:
                 if name not in seen:
                     seen.add(name)
                     order.append(name)
             i += 1
-        return order
+        return out
 
 
 def walk(node: Node) -> Iterable[Node]:

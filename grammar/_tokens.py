@@ -21,16 +21,17 @@ MATRIX_WIDTH = 48
 # Vocabularies compare by content, so equal ones share tables; only a few are ever alive.
 _CACHE: "OrderedDict[object, TokenTables]" = OrderedDict()
 _CACHE_SIZE = 8
+_NO_IDS = np.zeros(0, np.int32)
 _LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
 class LoopClass:
-    """Tokens that loop on a state: as an id-space bool vector, plus the sorted positions of the
-    tokens that do not (the only ones a walk must still visit)."""
+    """The tokens that do not certainly loop on a state: their sorted positions (the only ones a
+    walk must still visit) and their sorted ids (special and padding ids included)."""
 
-    looping_ids: np.ndarray
     other_positions: np.ndarray
+    other_ids: np.ndarray
 
 
 class TokenTables:
@@ -50,6 +51,9 @@ class TokenTables:
             [i for i in ordinary if len(self.token_bytes[i]) > MATRIX_WIDTH], np.int32
         )
         self.long_first = np.array([self.token_bytes[i][0] for i in self.long_ids.tolist()], np.uint8)
+        self._long_by_first = {
+            b: self.long_ids[self.long_first == b] for b in set(self.long_first.tolist())
+        }
         short.sort(key=lambda i: self.token_bytes[i])
         n = len(short)
         self.order = np.array(short, dtype=np.int32)
@@ -97,8 +101,13 @@ class TokenTables:
         self.all_ascii = ~any_high
         self._loop_cache: dict[tuple[bytes, bool], LoopClass] = {}
 
+    def long_starting(self, byte: int) -> np.ndarray:
+        """The long tokens (past the byte matrix) whose first byte is `byte`."""
+        return self._long_by_first.get(byte, _NO_IDS)
+
     def loop_class(self, ascii_loop: np.ndarray, utf8_loops: bool) -> "LoopClass":
-        """The tokens that certainly walk a state back to itself, given which bytes loop there.
+        """The tokens outside those that certainly walk a state back to itself, given which
+        bytes loop there.
 
         `ascii_loop` is the (2,) uint64 set of ASCII bytes that loop on the state; with
         `utf8_loops`, every whole non-ASCII character loops too. Cached: the string states of
@@ -112,7 +121,7 @@ class TokenTables:
             ok &= self.utf8_whole if utf8_loops else self.all_ascii
             by_id = np.zeros(self.size, dtype=bool)
             by_id[self.order[ok]] = True
-            hit = LoopClass(by_id, np.flatnonzero(~ok))
+            hit = LoopClass(np.flatnonzero(~ok), np.flatnonzero(~by_id).astype(np.int32))
             self._loop_cache[key] = hit
         return hit
 
