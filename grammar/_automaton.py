@@ -316,6 +316,11 @@ class Automaton:
         return found
 
     def _closure(self, seeds: list[tuple[int, Stack]]) -> tuple[frozenset, bool]:
+        if len(seeds) == 1:
+            q, stack = seeds[0]
+            states, ends_root, pure = self._local_closure(q)
+            if pure:
+                return frozenset([(u, stack) for u in states]), ends_root and not stack
         nfa = self.nfa
         seen: set[tuple[int, Stack]] = set()
         todo = []
@@ -362,7 +367,7 @@ class Automaton:
             raise LimitError(f"more than {MAX_DFA_STATES} grammar states visited", keyword="size")
         self.configs.append(kernel)
         # Without recursion every stack is empty; otherwise the deepest one counts.
-        self.depths.append(max((stack_depth(st) for _, st in kernel), default=0) if self.nfa.recursive else 0)
+        self.depths.append(max([st[2] for _, st in kernel if st], default=0) if self.nfa.recursive else 0)
         self.accepting.append(accept)
         self.rows.append(None)
         self.index[key] = sid  # type: ignore[index]
