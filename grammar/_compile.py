@@ -159,14 +159,16 @@ class CompiledGrammar:
         if loop is None:
             positions, ends = self._walk(state, self._first_byte_positions(row_np))
             successors = [ends]
+            long_ids = t.long_ids[row_np[t.long_first] >= 0]
         else:
             # Tokens made only of looping bytes stay here; walk just the others.
             rest = loop.other_positions
             rest = rest[row_np[t.matrix[0, rest]] >= 0]
             positions, ends = self._walk(state, rest)
             successors = [ends, np.array([state], np.int32)]
+            long_ids = loop.other_long_ids[row_np[loop.other_long_first] >= 0]
         positions, ends = self._without_doomed(positions, ends)
-        long_ids, long_ends = self._walk_long(state, t.long_ids[row_np[t.long_first] >= 0])
+        long_ids, long_ends = self._walk_long(state, long_ids)
         successors += [ends, long_ends]
         if loop is not None:
             return self._loop_mask(loop, t.order[positions], long_ids, accepting, successors)

@@ -28,9 +28,12 @@ _LOCK = threading.Lock()
 @dataclass(frozen=True)
 class LoopClass:
     """The tokens that do not certainly loop on a state: their sorted positions (the only ones a
-    walk must still visit) and their sorted ids (special and padding ids included)."""
+    walk must still visit), the long tokens among them with their first bytes, and all their
+    sorted ids (special and padding ids included)."""
 
     other_positions: np.ndarray
+    other_long_ids: np.ndarray
+    other_long_first: np.ndarray
     other_ids: np.ndarray
 
 
@@ -99,6 +102,24 @@ class TokenTables:
                 valid[k] = True
         self.utf8_whole = valid
         self.all_ascii = ~any_high
+        # The same summaries for the long tokens (runs of spaces, dashes, ...), which loop on
+        # string states as often as short ones do.
+        self.long_ascii_bits = np.zeros((self.long_ids.size, 2), dtype=np.uint64)
+        self.long_utf8_whole = np.zeros(self.long_ids.size, dtype=bool)
+        self.long_all_ascii = np.zeros(self.long_ids.size, dtype=bool)
+        for k, i in enumerate(self.long_ids.tolist()):
+            data = self.token_bytes[i]
+            mask = 0
+            for b in set(data):
+                if b < 128:
+                    mask |= 1 << b
+            self.long_ascii_bits[k] = (mask & (2**64 - 1), mask >> 64)
+            self.long_all_ascii[k] = data.isascii()
+            try:
+                data.decode("utf-8")
+                self.long_utf8_whole[k] = True
+            except UnicodeDecodeError:
+                pass
         self._loop_cache: dict[tuple[bytes, bool], LoopClass] = {}
 
     def long_starting(self, byte: int) -> np.ndarray:
@@ -116,14 +137,29 @@ class TokenTables:
         key = (ascii_loop.tobytes(), utf8_loops)
         hit = self._loop_cache.get(key)
         if hit is None:
-            outside = (self.ascii_bits & ~ascii_loop) != 0
-            ok = ~(outside[:, 0] | outside[:, 1])
-            ok &= self.utf8_whole if utf8_loops else self.all_ascii
+            ok = self._loops(self.ascii_bits, self.utf8_whole, self.all_ascii, ascii_loop, utf8_loops)
+            long_ok = self._loops(
+                self.long_ascii_bits, self.long_utf8_whole, self.long_all_ascii, ascii_loop, utf8_loops
+            )
             by_id = np.zeros(self.size, dtype=bool)
             by_id[self.order[ok]] = True
-            hit = LoopClass(np.flatnonzero(~ok), np.flatnonzero(~by_id).astype(np.int32))
+            by_id[self.long_ids[long_ok]] = True
+            hit = LoopClass(
+                np.flatnonzero(~ok),
+                self.long_ids[~long_ok],
+                self.long_first[~long_ok],
+                np.flatnonzero(~by_id).astype(np.int32),
+            )
             self._loop_cache[key] = hit
         return hit
+
+
+    @staticmethod
+    def _loops(bits: np.ndarray, whole: np.ndarray, ascii_only: np.ndarray, ascii_loop: np.ndarray,
+               utf8_loops: bool) -> np.ndarray:
+        """Which tokens (given their byte-set summaries) are made only of looping bytes."""
+        outside = (bits & ~ascii_loop) != 0
+        return ~(outside[:, 0] | outside[:, 1]) & (whole if utf8_loops else ascii_only)
 
 
 def token_tables(vocab) -> TokenTables:
