@@ -52,7 +52,10 @@ def dialect_of(schema: object, default: str, pointer: str = "") -> str:
 
 
 def escape_token(token: str | int) -> str:
-    return str(token).replace("~", "~0").replace("/", "~1")
+    token = str(token)
+    if "~" not in token and "/" not in token:
+        return token
+    return token.replace("~", "~0").replace("/", "~1")
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,8 @@ class Place:
         return (id(self.schema), self.base, self.dialect, self.done)
 
     def without(self, *keywords: str) -> "Place":
+        if self.done.issuperset(keywords):
+            return self
         return Place(self.schema, self.pointer, self.base, self.dialect, self.done | frozenset(keywords))
 
 
@@ -127,7 +132,9 @@ class Document:
         value = place.schema
         for token in path:
             value = value[token]
-        pointer = place.pointer + "".join("/" + escape_token(t) for t in path)
+        pointer = place.pointer
+        for token in path:
+            pointer += "/" + escape_token(token)
         return self.enter(value, pointer, place.base, place.dialect)
 
     def _index(self, place: Place, depth: int) -> None:
