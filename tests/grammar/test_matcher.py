@@ -57,6 +57,9 @@ def _synthetic_vocab() -> Vocabulary:
     pieces += [b'{"', b'":', b'",', b'"}', b"true", b"false", b"null", b"[]", b"{}", b"[{", b"}]"]
     pieces += [b'name', b'"name":', b'age', b"12", b"-0", b"\\n", b'\\"', b"\xc3\xa9t\xc3\xa9", b"\xe2\x82"]
     pieces += [b"\xac", b' "', b"ab" * 20]
+    # Longer than the token matrix: walked apart, or counted in a string state's loop class.
+    pieces += [b" " * 60, b"\xc3\xa9" * 30, b"a" * 50 + b'",', b"a" * 50 + b"\n", b"-" * 55]
+    pieces += [b'{"name":"' + b"x" * 45]
     return Vocabulary.from_tokens(pieces, eos_ids=[EOS], special_ids=[SPECIAL], size=len(pieces) + 3)
 
 
