@@ -17,7 +17,7 @@ import numpy as np
 from ._automaton import DEAD, MAX_STACK_DEPTH, UNBUILT, Automaton
 from ._completion import Completion
 from ._grammar import Grammar
-from ._tokens import MATRIX_WIDTH, TokenTables, token_tables
+from ._tokens import MATRIX_WIDTH, LoopClass, TokenTables, token_tables
 
 _NO_WORDS = np.zeros(0, np.int32)
 _FEW_WORDS = 8  # bitmask words a mask writes one by one rather than by fancy indexing
@@ -174,7 +174,7 @@ class CompiledGrammar:
             return self._loop_mask(loop, t.order[positions], long_ids, accepting, successors)
         return self._state_mask(t.order[positions], long_ids, accepting, successors)
 
-    def _loop_mask(self, loop, ids: np.ndarray, long_ids: np.ndarray, accepting: bool,
+    def _loop_mask(self, loop: LoopClass, ids: np.ndarray, long_ids: np.ndarray, accepting: bool,
                    successors: list[np.ndarray]) -> StateMask:
         """The mask of a state most tokens loop on: the loop class's complement less the walked
         `ids`, `long_ids` (and EOS where `accepting`), without a pass over the vocabulary."""
@@ -258,7 +258,7 @@ class CompiledGrammar:
             shared = self._share(key, ids, words, values, False)
         succ = sorted(set().union(*(e.tolist() for e in successors)))
         return StateMask(len(allowed), shared[0], False, shared[1], shared[2],
-                         np.array(succ, dtype=np.int32), shared[3], None)
+                         np.array(succ, dtype=np.int32), shared[3], shared[4])
 
     def _forced_tokens(self, state: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Tokens allowed in a state that forces its next bytes: those that spell a prefix of

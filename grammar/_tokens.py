@@ -153,7 +153,6 @@ class TokenTables:
             self._loop_cache[key] = hit
         return hit
 
-
     @staticmethod
     def _loops(bits: np.ndarray, whole: np.ndarray, ascii_only: np.ndarray, ascii_loop: np.ndarray,
                utf8_loops: bool) -> np.ndarray:

@@ -102,7 +102,7 @@ def test_random_walks_never_dead_end_and_finish_valid(data, name):
 @given(data=st.data(), name=st.sampled_from(sorted(GRAMMARS)))
 def test_mask_agrees_with_accept_token(data, name):
     """The vectorised walk (or, inside a literal, the bisection) and the per-byte walk decide
-    every token alike."""
+    every token alike, and the packed bitmask says the same."""
     m = grammar.Matcher(grammar.compile(GRAMMARS[name], VOCAB))
     for _ in range(data.draw(st.integers(0, 12))):
         allowed = m.next_token_mask().allowed_ids()
@@ -113,6 +113,9 @@ def test_mask_agrees_with_accept_token(data, name):
     for token in range(VOCAB.size):
         probe = m.fork()
         assert probe.accept_token(token) == (token in allowed), token
+    bitmask = grammar.allocate_token_bitmask(1, VOCAB.size)
+    m.fill_next_token_bitmask(bitmask)
+    assert set(np.flatnonzero(grammar._bitmask.unpack_bitmask(bitmask[0], VOCAB.size)).tolist()) == allowed
 
 
 @settings(max_examples=30, deadline=None)
@@ -165,6 +168,20 @@ def test_bitmask_matches_sparse_mask():
         np.testing.assert_array_equal(dense, m.next_token_mask().allowed_ids())
         assert (bitmask[0] == -1).all()
         m.accept_bytes(piece)
+
+
+def test_bitmask_of_a_few_ids_spread_over_most_words():
+    """A handful of allowed ids touching most words of a small vocabulary's row: the mask keeps
+    the whole row, and writes it."""
+    pieces = [b""] + [b"~%d~" % i for i in range(1, 400)]
+    for k, letter in enumerate(b"abcdefghi"):
+        pieces[40 * (k + 1)] = bytes([letter])
+    vocab = Vocabulary.from_tokens(pieces, eos_ids=[0])
+    m = grammar.Matcher(grammar.compile(Grammar({"root": chars([(97, 105)])}), vocab))
+    bitmask = grammar.allocate_token_bitmask(1, vocab.size)
+    m.fill_next_token_bitmask(bitmask)
+    dense = np.flatnonzero(grammar._bitmask.unpack_bitmask(bitmask[0], vocab.size))
+    assert dense.tolist() == [40 * (k + 1) for k in range(9)] == m.next_token_mask().allowed_ids().tolist()
 
 
 def test_apply_and_argmax_respect_the_mask():
