@@ -23,6 +23,8 @@ _NO_WORDS = np.zeros(0, np.int32)
 _FEW_WORDS = 8  # bitmask words a mask writes one by one rather than by fancy indexing
 _SMALL = 64  # allowed ids up to which a mask is assembled without numpy
 _FEW_WALKS = 24  # tokens up to which stepping each in Python beats a vectorised walk
+_PRUNE_FROM = 256  # candidates by first byte past which the second byte prunes them too
+_PRUNE_STATES = 8  # ... if the first bytes lead to at most this many states
 _FEW = 8  # tokens still walking below which `_walk` finishes them one by one
 
 _UTF8_SHAPES = (
@@ -349,14 +351,31 @@ class CompiledGrammar:
         return self.tables.loop_class(ascii_loop, self._loops_on_utf8(state))
 
     def _first_byte_positions(self, row_np: np.ndarray) -> np.ndarray:
-        """Sorted-order positions of the tokens whose first byte `row_np` allows."""
+        """Sorted-order positions of the tokens whose first byte `row_np` allows (and, where
+        that is many tokens behind few states, whose second byte the next state allows)."""
         t = self.tables
         firsts = np.flatnonzero(row_np >= 0)
         starts = t.bucket[firsts]
-        sizes = t.bucket[firsts + 1] - starts
-        total = int(sizes.sum())
-        offsets = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
-        return np.arange(total, dtype=np.int64) + offsets
+        ends = t.bucket[firsts + 1]
+        if int((ends - starts).sum()) > _PRUNE_FROM:
+            nexts = row_np[firsts]
+            distinct = set(nexts.tolist())
+            if len(distinct) <= _PRUNE_STATES:
+                starts, ends = self._second_byte_ranges(firsts, nexts, distinct)
+        return _ranges(starts, ends)
+
+    def _second_byte_ranges(self, firsts: np.ndarray, nexts: np.ndarray, distinct: set[int]):
+        """The sorted-order ranges of the tokens whose first two bytes the automaton allows:
+        each allowed first byte alone, or followed by a byte its successor allows."""
+        bucket2 = self.tables.bucket2
+        starts, ends = [], []
+        for s in distinct:
+            row = self.automaton.byte_row(s)
+            firsts_here = firsts[nexts == s] * 257
+            keys = np.concatenate([firsts_here, (firsts_here[:, None] + np.flatnonzero(row >= 0) + 1).ravel()])
+            starts.append(bucket2[keys])
+            ends.append(bucket2[keys + 1])
+        return np.concatenate(starts), np.concatenate(ends)
 
     def _walk(self, state: int, idx: np.ndarray, start: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Walk the tokens at sorted positions `idx` from `state`, all at once, byte by byte,
@@ -465,6 +484,14 @@ def _size_of(pairs: tuple[tuple[int, int], ...] | None) -> int:
     if pairs is None:
         return 0
     return sys.getsizeof(pairs) + sum(sys.getsizeof(p) + sys.getsizeof(p[0]) + sys.getsizeof(p[1]) for p in pairs)
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The integers of the half-open ranges [starts[i], ends[i]), range by range."""
+    sizes = ends - starts
+    total = int(sizes.sum())
+    offsets = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
+    return np.arange(total, dtype=np.int64) + offsets
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
