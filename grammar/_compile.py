@@ -163,10 +163,9 @@ class CompiledGrammar:
             successors = [ends]
             long_ids = t.long_ids[row_np[t.long_first] >= 0]
         else:
-            # Tokens made only of looping bytes stay here; walk just the others.
-            rest = loop.other_positions
-            rest = rest[row_np[t.matrix[0, rest]] >= 0]
-            positions, ends = self._walk(state, rest)
+            # Tokens made only of looping bytes stay here; walk just the others, each from its
+            # first byte that may not loop.
+            positions, ends = self._walk(state, loop.other_positions, start=loop.other_skip)
             successors = [ends, np.array([state], np.int32)]
             long_ids = loop.other_long_ids[row_np[loop.other_long_first] >= 0]
         positions, ends = self._without_doomed(positions, ends)
@@ -377,9 +376,10 @@ class CompiledGrammar:
             ends.append(bucket2[keys + 1])
         return np.concatenate(starts), np.concatenate(ends)
 
-    def _walk(self, state: int, idx: np.ndarray, start: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def _walk(self, state: int, idx: np.ndarray, start: int | np.ndarray = 0) -> tuple[np.ndarray, np.ndarray]:
         """Walk the tokens at sorted positions `idx` from `state`, all at once, byte by byte,
-        from their byte `start` on (all are longer than `start`).
+        from their byte `start` on (all are longer than `start`; an array gives each token its
+        own start, its bytes before it leaving `state` where it was).
 
         Returns the positions of the tokens that survive and the state each ends in.
         """
@@ -391,15 +391,19 @@ class CompiledGrammar:
         lens = t.lens
         matrix = t.matrix
         class_of = a.class_of
+        ragged = isinstance(start, np.ndarray)
         cur = table[state][class_of[matrix[start, idx]]]
         ok = cur >= 0
         idx, cur = idx[ok], cur[ok]
-        p = start + 1
+        p = start[ok] + 1 if ragged else start + 1
         while idx.size:
             if idx.size <= _FEW:
                 # A few long tokens left: stepping them in Python beats a round of array calls
                 # per byte.
-                ends = [a.walk(s, t.sorted_bytes[i][p:]) for i, s in zip(idx.tolist(), cur.tolist())]
+                starts = p.tolist() if ragged else [p] * idx.size
+                ends = [
+                    a.walk(s, t.sorted_bytes[i][q:]) for i, s, q in zip(idx.tolist(), cur.tolist(), starts)
+                ]
                 live = np.asarray(ends) >= 0
                 out_pos.append(idx[live])
                 out_end.append(np.asarray(ends, np.int32)[live])
@@ -411,6 +415,8 @@ class CompiledGrammar:
                 keep = ~done
                 idx = idx[keep]
                 cur = cur[keep]
+                if ragged:
+                    p = p[keep]
                 if not idx.size:
                     break
             cls = class_of[matrix[p, idx]]
@@ -422,7 +428,7 @@ class CompiledGrammar:
             ok = nxt >= 0
             idx = idx[ok]
             cur = nxt[ok]
-            p += 1
+            p = p[ok] + 1 if ragged else p + 1
         if not out_pos:
             return np.zeros(0, np.int64), np.zeros(0, np.int32)
         return np.concatenate(out_pos), np.concatenate(out_end).astype(np.int32)

@@ -28,10 +28,11 @@ _LOCK = threading.Lock()
 @dataclass(frozen=True)
 class LoopClass:
     """The tokens that do not certainly loop on a state: their sorted positions (the only ones a
-    walk must still visit), the long tokens among them with their first bytes, and all their
-    sorted ids (special and padding ids included)."""
+    walk must still visit, each from its first byte that may not loop), the long tokens among
+    them with their first bytes, and all their sorted ids (special and padding ids included)."""
 
     other_positions: np.ndarray
+    other_skip: np.ndarray  # per other position: its leading bytes that certainly loop
     other_long_ids: np.ndarray
     other_long_first: np.ndarray
     other_ids: np.ndarray
@@ -99,13 +100,16 @@ class TokenTables:
                 bits[sel, w] |= np.left_shift(np.uint64(1), shift[sel])
             any_high |= live & (col >= 128)
         self.ascii_bits = bits
+        # How many leading bytes of each token are whole UTF-8 characters.
+        self.utf8_prefix = self.lens.copy()
         for k, i in enumerate(short):
             if any_high[k]:
                 try:
                     self.token_bytes[i].decode("utf-8")
                     valid[k] = True
-                except UnicodeDecodeError:
+                except UnicodeDecodeError as e:
                     valid[k] = False
+                    self.utf8_prefix[k] = e.start
             else:
                 valid[k] = True
         self.utf8_whole = valid
@@ -152,14 +156,29 @@ class TokenTables:
             by_id = np.zeros(self.size, dtype=bool)
             by_id[self.order[ok]] = True
             by_id[self.long_ids[long_ok]] = True
+            others = np.flatnonzero(~ok)
             hit = LoopClass(
-                np.flatnonzero(~ok),
+                others,
+                self._looping_prefix(others, ascii_loop, utf8_loops),
                 self.long_ids[~long_ok],
                 self.long_first[~long_ok],
                 np.flatnonzero(~by_id).astype(np.int32),
             )
             self._loop_cache[key] = hit
         return hit
+
+    def _looping_prefix(self, positions: np.ndarray, ascii_loop: np.ndarray, utf8_loops: bool) -> np.ndarray:
+        """For the tokens at `positions`: how many leading bytes are looping ASCII bytes or (with
+        `utf8_loops`) whole non-ASCII characters, which leave a looping state where it was."""
+        loops = np.array([bool(int(ascii_loop[b >> 6]) >> (b & 63) & 1) for b in range(128)] + [False] * 128)
+        cols = self.matrix[:, positions]
+        lens = self.lens[positions]
+        inside = np.arange(cols.shape[0])[:, None] < lens
+        breaks = inside & (cols < 128) & ~loops[cols]
+        if not utf8_loops:
+            breaks |= inside & (cols >= 128)
+        first = np.where(breaks.any(axis=0), breaks.argmax(axis=0), lens)
+        return np.minimum(first, self.utf8_prefix[positions]) if utf8_loops else first
 
     @staticmethod
     def _loops(bits: np.ndarray, whole: np.ndarray, ascii_only: np.ndarray, ascii_loop: np.ndarray,
