@@ -468,14 +468,9 @@ class CompiledGrammar:
             positions, ends = self._without_doomed(
                 *self._walk(state, self._first_byte_positions(self.automaton.byte_row(state)))
             )
-            long_ids, long_ends = [], []
-            for tid in t.long_ids.tolist():
-                v = self.automaton.walk(state, t.token_bytes[tid])
-                if v >= 0 and not self._doomed(v):
-                    long_ids.append(tid)
-                    long_ends.append(v)
-        ids = np.concatenate([t.order[positions], np.asarray(long_ids, np.int32)])
-        return ids.astype(np.int32), np.concatenate([ends, np.asarray(long_ends, np.int32)])
+            long_ids, long_ends = self._walk_long(state, t.long_ids)
+        ids = np.concatenate([t.order[positions], long_ids])
+        return ids.astype(np.int32), np.concatenate([ends, long_ends])
 
     @property
     def completion(self) -> Completion:
