@@ -20,7 +20,7 @@ import numpy as np
 
 from ._analysis import left_recursion, nullable_rules
 from ._errors import CompileError, LimitError
-from ._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq
+from ._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq, walk
 
 DEAD = -1
 UNBUILT = -2
@@ -117,6 +117,18 @@ def _recursive_rules(graph: dict[str, list[str]]) -> set[str]:
     return out
 
 
+def _shared_leaf_rules(rules: Rules, graph: dict[str, list[str]], recursive: set[str]) -> set[str]:
+    """Rules referred to from several places that refer to none: emitted once and called, so
+    the states inside them can share their token sets across every place that uses them."""
+    leaves = {name for name, refs in graph.items() if not refs and name not in recursive}
+    uses: dict[str, int] = {}
+    for name in graph:
+        for node in walk(rules.rules[name]):
+            if isinstance(node, Ref) and node.name in leaves:
+                uses[node.name] = uses.get(node.name, 0) + 1
+    return {name for name, n in uses.items() if n > 1}
+
+
 def check_left_recursion(rules: Rules, graph: dict[str, list[str]]) -> None:
     """Refuse left recursion: a rule that can reach itself before consuming any input."""
     reachable = {name: rules.rules[name] for name in graph}
@@ -140,14 +152,21 @@ class _NFA:
         self.calls: list[list[tuple[int, int]]] = []  # (callee start state, return state)
         self.rule_end: list[bool] = []
         self.recursive = _recursive_rules(graph)
+        self.shared = _shared_leaf_rules(rules, graph, self.recursive)
         self.starts: dict[str, int] = {}
         self.pending: list[str] = []
+        # The return state of a frame whose caller is unknown: a state seen only from inside a
+        # rule (see `Automaton.frame_split`) pops to it where the rule ends.
+        self.exit = self.new()
         self.root_start = self.new()
         self.root_end = self._emit(rules.rules[rules.root], self.root_start, (rules.root,))
         while self.pending:
             name = self.pending.pop()
             end = self._emit(rules.rules[name], self.starts[name], (name,))
             self.rule_end[end] = True
+        # A shared leaf rule calls nothing, so it cannot recurse: its calls go past the
+        # stack-depth bound, which would otherwise change the language.
+        self.leaf_starts = {self.starts[name] for name in self.shared if name in self.starts}
 
     def new(self) -> int:
         if len(self.eps) >= MAX_NFA_STATES:
@@ -208,7 +227,7 @@ class _NFA:
         if isinstance(node, Ref):
             if node.name not in self.rules.rules:
                 raise CompileError(f"rule {node.name!r} is not defined", keyword="ref")
-            if node.name in self.recursive:
+            if node.name in self.recursive or node.name in self.shared:
                 ret = self.new()
                 self.calls[s].append((self._start_of(node.name), ret))
                 return ret
@@ -256,6 +275,9 @@ class Automaton:
         self.depths: list[int] = []  # deepest return stack among a state's configurations
         self.rows: list[list[int] | None] = []
         self.table = np.full((64, self.n_classes), UNBUILT, dtype=np.int16)
+        self.exits = np.zeros(64, dtype=bool)  # states where the frame they were seen from may end
+        self._exit_config = (nfa.exit, ())
+        self._frames: dict[int, tuple[int, int, int] | None] = {}
         self._moves: dict[frozenset, int] = {}
         self._single_moves: dict[tuple[int, Stack], int] = {}
         self._locals: dict[int, tuple[tuple[int, ...], bool, bool]] = {}
@@ -345,13 +367,17 @@ class Automaton:
                 kernel.append(cfg)
             for t in nfa.eps[q]:
                 todo.append((t, stack))
-            if nfa.calls[q] and stack_depth(stack) < MAX_STACK_DEPTH:
+            if nfa.calls[q]:
+                depth = stack_depth(stack)
                 for callee, ret in nfa.calls[q]:
-                    todo.append((callee, (ret, stack, stack_depth(stack) + 1)))
+                    if depth < MAX_STACK_DEPTH or callee in nfa.leaf_starts:
+                        todo.append((callee, (ret, stack, depth + 1)))
             if nfa.rule_end[q] and stack:
                 todo.append((stack[0], stack[1]))
             elif q == nfa.root_end and not stack:
                 accept = True
+            elif q == nfa.exit:
+                kernel.append(cfg)  # the frame this state was seen from may end here
         return frozenset(kernel), accept
 
     def _intern(self, closed: tuple[frozenset, bool]) -> int:
@@ -378,7 +404,55 @@ class Automaton:
             grown = np.full((rows, self.n_classes), UNBUILT, dtype=dtype)
             grown[: self.table.shape[0]] = self.table
             self.table = grown
+            self.exits = np.concatenate([self.exits, np.zeros(rows - self.exits.size, dtype=bool)])
+        if self._exit_config in kernel:
+            self.exits[sid] = True
         return sid
+
+    def frame_split(self, s: int) -> tuple[int, int, int] | None:
+        """State `s` split at the innermost call frame its configurations inside calls share:
+        `(local, resume, outside)`, or None where there is no such frame.
+
+        `local` holds those configurations with that frame replaced by one that returns to
+        the exit state at the same depth, so it behaves as they do until the frame ends, and
+        is the same state wherever the rule is called from at that depth: the tokens that stay
+        inside are found once for all of them. `resume` is where the frame returns to, and
+        `outside` the state of the configurations outside every call (-1 if none), such as
+        those that follow an integer that may end here.
+        """
+        if s in self._frames:
+            return self._frames[s]
+        configs = self.configs[s]
+        stacks = {stack for _, stack in configs if stack}
+        found = None
+        if stacks:
+            low = min(stack[2] for stack in stacks)
+            common = set()
+            for stack in stacks:
+                while stack[2] > low:
+                    stack = stack[1]
+                common.add(stack)
+            while len(common) > 1 and () not in common:
+                common = {stack[1] for stack in common}
+            if () not in common:
+                (frame,) = common
+                bottom: dict[Stack, Stack] = {frame: (self.nfa.exit, (), frame[2])}
+
+                def rebased(stack: Stack) -> Stack:
+                    found = bottom.get(stack)
+                    if found is None:
+                        found = bottom[stack] = (stack[0], rebased(stack[1]), stack[2])
+                    return found
+
+                inside = frozenset((q, rebased(stack)) for q, stack in configs if stack)
+                outside = frozenset((q, stack) for q, stack in configs if not stack)
+                found = (
+                    self._intern((inside, False)),
+                    self._intern(self._closure([(frame[0], frame[1])])),
+                    self._intern((outside, False)) if outside else DEAD,
+                )
+        self._frames[s] = found
+        return found
 
     def _edge_classes(self, q: int) -> list[tuple[int, int, int]]:
         """NFA state `q`'s byte edges as (first class, end class, target) intervals."""
@@ -491,19 +565,20 @@ class Automaton:
         return any(t >= 0 for t in self.build(s))
 
     def stuck_at_depth_limit(self, s: int, limit: int = 10_000) -> bool:
-        """Whether `s`, at the stack-depth bound, can neither finish nor return from its frame.
+        """Whether `s`, at the stack-depth bound, can neither finish nor return below it.
 
         The bound cuts off calls, so a state there may only lead to dead ends; one that can
-        pop back to a shallower frame, or accept, is not stuck (searched within `limit` states).
+        pop back to a frame under the bound, or accept, is not stuck (searched within `limit`
+        states). Calls to shared leaf rules go past the bound, so returning from one of them
+        to a frame still at the bound is no way out.
         """
-        depth = self.depths[s]
-        if depth < MAX_STACK_DEPTH:
+        if self.depths[s] < MAX_STACK_DEPTH:
             return False
         seen = {s}
         todo = [s]
         while todo and len(seen) < limit:
             u = todo.pop()
-            if self.accepting[u] or self.depths[u] < depth:
+            if self.accepting[u] or self.depths[u] < MAX_STACK_DEPTH:
                 return False
             for v in set(self.build(u)):
                 if v >= 0 and v not in seen:

@@ -52,7 +52,9 @@ class StateMask:
     inverted: bool
     words: np.ndarray  # int32 indices of the bitmask words that differ from the background
     values: np.ndarray  # int32 contents of those words
-    successors: np.ndarray  # distinct states the allowed tokens lead to (EOS excluded)
+    # Distinct states the allowed tokens lead to (EOS excluded); None until asked for where the
+    # token set came from a rule's shared inside (see `CompiledGrammar.successors`).
+    successors: np.ndarray | None
     pairs: tuple[tuple[int, int], ...] | None = None  # (word, value) when few: set one by one
     row: np.ndarray | None = None  # the whole packed row, kept instead when it is the smaller
 
@@ -111,6 +113,9 @@ class CompiledGrammar:
         self._completion: Completion | None = None
         self._utf8_loop: dict[int, bool] = {}
         self._doom: dict[int, bool] = {}
+        self._inside: dict[int, _Inside] = {}
+        nfa = self.automaton.nfa
+        self._framed = bool(nfa.recursive or nfa.shared)
         self._lock = threading.RLock()
 
     @property
@@ -124,8 +129,9 @@ class CompiledGrammar:
             ids.nbytes + words.nbytes + values.nbytes + _size_of(pairs) + (0 if full is None else full.nbytes)
             for ids, words, values, pairs, full in self._pool.values()
         )
-        successors = sum(m.successors.nbytes for m in self._masks.values())
-        return int(rows + successors + self.automaton.table[: len(self.automaton.configs)].nbytes)
+        successors = sum(m.successors.nbytes for m in self._masks.values() if m.successors is not None)
+        inside = sum(i.nbytes for i in self._inside.values())
+        return int(rows + successors + inside + self.automaton.table[: len(self.automaton.configs)].nbytes)
 
     # -- per-state token sets -------------------------------------------------------------
 
@@ -139,6 +145,14 @@ class CompiledGrammar:
                 found = self._compute_mask(state)
                 self._masks[state] = found
             return found
+
+    def successors(self, state: int) -> np.ndarray:
+        """The distinct states the tokens allowed in `state` lead to (EOS excluded)."""
+        found = self.mask(state)
+        if found.successors is None:
+            with self._lock:
+                found.successors = _distinct(self.token_ends(state)[1])
+        return found.successors
 
     def walk_token(self, state: int, token_id: int) -> int:
         data = self.tables.token_bytes[token_id] if 0 <= token_id < self.vocab_size else None
@@ -156,6 +170,9 @@ class CompiledGrammar:
             # that spell part of it, or all of it and more, can follow.
             positions, ends, long_ids, long_ends = self._forced_tokens(state)
             return self._state_mask(t.order[positions], long_ids, accepting, [ends, long_ends])
+        framed = a.frame_split(state) if self._framed else None
+        if framed is not None and framed[1] >= 0 and not self._doomed(framed[1]):
+            return self._framed_mask(state, *framed)
         row_np = a.byte_row(state)
         loop = self._loop_class(state, row_np)
         if loop is None:
@@ -175,8 +192,60 @@ class CompiledGrammar:
             return self._loop_mask(loop, t.order[positions], long_ids, accepting, successors)
         return self._state_mask(t.order[positions], long_ids, accepting, successors)
 
+    def _framed_mask(self, state: int, local: int, resume: int, outside: int) -> StateMask:
+        """The mask of a state with configurations inside a call frame: the tokens the frame's
+        rule allows from there whatever called it (found once per `local` state), those that
+        go on past the rule's end and are allowed where it returns to (`resume`), the long
+        tokens, and what the configurations `outside` every call allow."""
+        inside = self._inside.get(local)
+        if inside is None:
+            inside = self._inside[local] = self._inside_of(local)
+        t = self.tables
+        positions = inside.positions
+        if inside.cross.size:
+            crossing, ends = self._walk(resume, inside.cross, start=inside.cross_from)
+            crossing, _ = self._without_doomed(crossing, ends)
+            if crossing.size:
+                positions = np.unique(np.concatenate([positions, crossing]))
+        ids = t.order[positions]
+        long_ids, _ = self._walk_long(state, inside.long_ids)
+        if outside >= 0:
+            more = self.mask(outside).allowed_ids(t.size)
+            if inside.loop is not None:  # the loop class is allowed already
+                more = more[np.isin(more, inside.loop.other_ids, assume_unique=True)]
+            ids = np.union1d(np.union1d(ids, more), long_ids).astype(np.int32)
+            long_ids = _NO_WORDS  # counted in `ids`: the outside walked them too
+        # A state inside a frame may still be complete: the configurations that finished the
+        # document have left every frame.
+        accepting = self.automaton.accepting[state] and t.eos_ids.size > 0
+        if inside.loop is not None:
+            return self._loop_mask(inside.loop, ids, long_ids, accepting, None)
+        return self._state_mask(ids, long_ids, accepting, None)
+
+    def _inside_of(self, local: int) -> _Inside:
+        """Walk the tokens from a state seen inside its frame (see `Automaton.frame_split`),
+        noting each token that reaches the frame's end with bytes still to go."""
+        a = self.automaton
+        t = self.tables
+        row_np = a.byte_row(local)
+        loop = self._loop_class(local, row_np)
+        exits: list[tuple[np.ndarray, np.ndarray]] = []
+        if loop is None:
+            positions, ends = self._walk(local, self._first_byte_positions(row_np), exits=exits)
+            long_ids = t.long_ids[row_np[t.long_first] >= 0]
+        else:
+            positions, ends = self._walk(local, loop.other_positions, start=loop.other_skip, exits=exits)
+            long_ids = loop.other_long_ids[row_np[loop.other_long_first] >= 0]
+        positions, _ = self._without_doomed(positions, ends)
+        if exits:
+            cross = np.concatenate([e[0] for e in exits])
+            cross_from = np.concatenate([e[1] for e in exits]).astype(np.int64)
+        else:
+            cross = cross_from = np.zeros(0, np.int64)
+        return _Inside(loop, np.sort(positions), cross, cross_from, long_ids)
+
     def _loop_mask(self, loop: LoopClass, ids: np.ndarray, long_ids: np.ndarray, accepting: bool,
-                   successors: list[np.ndarray]) -> StateMask:
+                   successors: list[np.ndarray] | None) -> StateMask:
         """The mask of a state most tokens loop on: the loop class's complement less the walked
         `ids`, `long_ids` (and EOS where `accepting`), without a pass over the vocabulary."""
         t = self.tables
@@ -187,7 +256,7 @@ class CompiledGrammar:
         keep[np.searchsorted(others, np.sort(np.concatenate(parts)))] = False
         disallowed = others[keep]
         count = t.size - int(disallowed.size)
-        succ = _distinct(np.concatenate(successors))
+        succ = None if successors is None else _distinct(np.concatenate(successors))
         if count * 2 <= t.size:  # a small loop class: keep the allowed ids instead
             allowed = np.ones(t.size, dtype=bool)
             allowed[disallowed] = False
@@ -195,7 +264,7 @@ class CompiledGrammar:
         return self._pooled(disallowed, True, count, succ)
 
     def _state_mask(self, ids: np.ndarray, long_ids: np.ndarray, accepting: bool,
-                    successors: list[np.ndarray]) -> StateMask:
+                    successors: list[np.ndarray] | None) -> StateMask:
         """The mask of the allowed `ids` and `long_ids` (plus EOS where `accepting`), in its
         smaller form."""
         t = self.tables
@@ -215,9 +284,10 @@ class CompiledGrammar:
                 ids, inverted = np.flatnonzero(allowed).astype(np.int32), False
             else:
                 ids, inverted = np.flatnonzero(~allowed).astype(np.int32), True
-        return self._pooled(ids, inverted, count, _distinct(np.concatenate(successors)))
+        succ = None if successors is None else _distinct(np.concatenate(successors))
+        return self._pooled(ids, inverted, count, succ)
 
-    def _pooled(self, ids: np.ndarray, inverted: bool, count: int, succ: np.ndarray) -> StateMask:
+    def _pooled(self, ids: np.ndarray, inverted: bool, count: int, succ: np.ndarray | None) -> StateMask:
         """A state's mask over the pooled copy of its id set (made on first use)."""
         t = self.tables
         # States with the same token set (every plain string state, say) share one copy.
@@ -244,7 +314,7 @@ class CompiledGrammar:
         self._pool[key] = shared
         return shared
 
-    def _small_mask(self, parts: list[np.ndarray], successors: list[np.ndarray]) -> StateMask:
+    def _small_mask(self, parts: list[np.ndarray], successors: list[np.ndarray] | None) -> StateMask:
         """`_state_mask` for a handful of allowed ids, in plain Python: at this size numpy's
         fixed cost per call is what a mask would spend its time on."""
         allowed = sorted(set().union(*(p.tolist() for p in parts)))
@@ -258,9 +328,8 @@ class CompiledGrammar:
             words = np.array(list(packed), dtype=np.int32)
             values = np.array(list(packed.values()), dtype=np.uint32).view(np.int32)
             shared = self._share(key, ids, words, values, False)
-        succ = sorted(set().union(*(e.tolist() for e in successors)))
-        return StateMask(len(allowed), shared[0], False, shared[1], shared[2],
-                         np.array(succ, dtype=np.int32), shared[3], shared[4])
+        succ = None if successors is None else np.array(sorted(set().union(*(e.tolist() for e in successors))), np.int32)
+        return StateMask(len(allowed), shared[0], False, shared[1], shared[2], succ, shared[3], shared[4])
 
     def _forced_tokens(self, state: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Tokens allowed in a state that forces its next bytes: those that spell a prefix of
@@ -322,8 +391,8 @@ class CompiledGrammar:
     def _doomed(self, state: int) -> bool:
         """Whether no document can be completed from `state` (only where the stack-depth bound
         cut calls off: the IR has no unproductive rules)."""
-        if self.automaton.depths[state] < MAX_STACK_DEPTH:
-            return False
+        if self.automaton.depths[state] < MAX_STACK_DEPTH or self.automaton.exits[state]:
+            return False  # a state where the frame it was seen from may end can return
         found = self._doom.get(state)
         if found is None:
             found = self._doom[state] = self.automaton.stuck_at_depth_limit(state)
@@ -359,7 +428,8 @@ class CompiledGrammar:
         if int((ends - starts).sum()) > _PRUNE_FROM:
             nexts = row_np[firsts]
             distinct = set(nexts.tolist())
-            if len(distinct) <= _PRUNE_STATES:
+            # Where a frame may end, the second byte is read where it returns to: not here.
+            if len(distinct) <= _PRUNE_STATES and not self.automaton.exits[list(distinct)].any():
                 starts, ends = self._second_byte_ranges(firsts, nexts, distinct)
         return _ranges(starts, ends)
 
@@ -376,12 +446,15 @@ class CompiledGrammar:
             ends.append(bucket2[keys + 1])
         return np.concatenate(starts), np.concatenate(ends)
 
-    def _walk(self, state: int, idx: np.ndarray, start: int | np.ndarray = 0) -> tuple[np.ndarray, np.ndarray]:
+    def _walk(self, state: int, idx: np.ndarray, start: int | np.ndarray = 0,
+              exits: list[tuple[np.ndarray, np.ndarray]] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Walk the tokens at sorted positions `idx` from `state`, all at once, byte by byte,
         from their byte `start` on (all are longer than `start`; an array gives each token its
         own start, its bytes before it leaving `state` where it was).
 
-        Returns the positions of the tokens that survive and the state each ends in.
+        Returns the positions of the tokens that survive and the state each ends in. With
+        `exits`, also appends (positions, byte offsets) of the tokens that reach a state where
+        the frame `state` was seen from may end, with bytes still to read from that offset.
         """
         a = self.automaton
         t = self.tables
@@ -397,7 +470,7 @@ class CompiledGrammar:
         idx, cur = idx[ok], cur[ok]
         p = start[ok] + 1 if ragged else start + 1
         while idx.size:
-            if idx.size <= _FEW:
+            if idx.size <= _FEW and exits is None:
                 # A few long tokens left: stepping them in Python beats a round of array calls
                 # per byte.
                 starts = p.tolist() if ragged else [p] * idx.size
@@ -419,6 +492,10 @@ class CompiledGrammar:
                     p = p[keep]
                 if not idx.size:
                     break
+            if exits is not None:
+                at = a.exits[cur]
+                if np.count_nonzero(at):
+                    exits.append((idx[at], p[at] if ragged else np.full(np.count_nonzero(at), p)))
             cls = class_of[matrix[p, idx]]
             nxt = table[cur, cls]
             unbuilt = nxt == UNBUILT
@@ -478,6 +555,21 @@ class CompiledGrammar:
         if self._completion is None:
             self._completion = Completion(self)
         return self._completion
+
+
+@dataclass
+class _Inside:
+    """What the tokens do from one state seen inside a call frame, whoever made the call."""
+
+    loop: LoopClass | None  # the state's loop class, where most tokens loop on it
+    positions: np.ndarray  # sorted-order positions of the tokens allowed without leaving the frame
+    cross: np.ndarray  # positions of the tokens that reach the frame's end with bytes to go ...
+    cross_from: np.ndarray  # ... and the offset of the byte each goes on with
+    long_ids: np.ndarray  # tokens longer than the matrix, walked from each calling state itself
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.positions.nbytes + self.cross.nbytes + self.cross_from.nbytes + self.long_ids.nbytes)
 
 
 def _size_of(pairs: tuple[tuple[int, int], ...] | None) -> int:

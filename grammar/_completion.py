@@ -64,7 +64,7 @@ class Completion:
             depth += 1
             following = []
             for s in level:
-                for v in self.compiled.mask(s).successors.tolist():
+                for v in self.compiled.successors(s).tolist():
                     if v in parent:
                         continue
                     parent[v] = s

@@ -313,6 +313,7 @@ class _Compiler:
         self._depth = 0
         self._any_value: Node | None = None
         self._to_encode: list[str] = []
+        self._shared: dict[Node, Node] = {}
 
     # --- bookkeeping -------------------------------------------------------------------------
 
@@ -325,6 +326,17 @@ class _Compiler:
             raise LimitError(f"schema needs more than {MAX_RULES} grammar rules")
         self.rules[name] = node
         return ref(name)
+
+    def shared(self, node: Node, tag: str) -> Node:
+        """`node` as a rule, one for every equal node: values of the same shape in many places
+        (every integer property) then compile to one piece of automaton, whose token sets the
+        matcher finds once for all of them."""
+        if isinstance(node, Lit) or node == NOTHING:
+            return node  # a literal's states are cheap wherever it is; nothing needs no rule
+        found = self._shared.get(node)
+        if found is None:
+            found = self._shared[node] = self.rule(self.name(tag), node)
+        return found
 
     def refuse(self, message: str, keyword: str, pointer: str) -> None:
         """A keyword that can't be enforced: an error, or (lenient) a recorded drop."""
@@ -968,11 +980,11 @@ class _Compiler:
         if "null" in f.kinds and not any(v is None for v in f.not_values):
             parts.append(lit("null"))
         if "boolean" in f.kinds:
-            for word, value in (("true", True), ("false", False)):
-                if not any(v is value for v in f.not_values):
-                    parts.append(lit(word))
+            words = [lit(w) for w, v in (("true", True), ("false", False)) if not any(x is v for x in f.not_values)]
+            if words:
+                parts.append(self.shared(alt(*words), "bool"))
         if "int" in f.kinds or "frac" in f.kinds:
-            parts.append(self.lower_number(f))
+            parts.append(self.shared(self.lower_number(f), "num"))
         if "string" in f.kinds:
             parts.append(self.lower_string(f))
         if "array" in f.kinds:
