@@ -276,8 +276,9 @@ class Automaton:
         self.rows: list[list[int] | None] = []
         self.table = np.full((64, self.n_classes), UNBUILT, dtype=np.int16)
         self.exits = np.zeros(64, dtype=bool)  # states where the frame they were seen from may end
+        self.depth_table = np.zeros(64, dtype=np.int32)  # `depths`, for vectorised walks
         self._exit_config = (nfa.exit, ())
-        self._frames: dict[int, tuple[int, int, int] | None] = {}
+        self._frames: dict[int, tuple[int, int, int, int] | None] = {}
         self._moves: dict[frozenset, int] = {}
         self._single_moves: dict[tuple[int, Stack], int] = {}
         self._locals: dict[int, tuple[tuple[int, ...], bool, bool]] = {}
@@ -405,20 +406,23 @@ class Automaton:
             grown[: self.table.shape[0]] = self.table
             self.table = grown
             self.exits = np.concatenate([self.exits, np.zeros(rows - self.exits.size, dtype=bool)])
+            self.depth_table = np.concatenate([self.depth_table, np.zeros(rows - self.depth_table.size, np.int32)])
         if self._exit_config in kernel:
             self.exits[sid] = True
+        self.depth_table[sid] = self.depths[sid]
         return sid
 
-    def frame_split(self, s: int) -> tuple[int, int, int] | None:
+    def frame_split(self, s: int) -> tuple[int, int, int, int] | None:
         """State `s` split at the innermost call frame its configurations inside calls share:
-        `(local, resume, outside)`, or None where there is no such frame.
+        `(local, resume, outside, depth)`, or None where there is no such frame.
 
         `local` holds those configurations with that frame replaced by one that returns to
-        the exit state at the same depth, so it behaves as they do until the frame ends, and
-        is the same state wherever the rule is called from at that depth: the tokens that stay
-        inside are found once for all of them. `resume` is where the frame returns to, and
-        `outside` the state of the configurations outside every call (-1 if none), such as
-        those that follow an integer that may end here.
+        the exit state, their stack depths counted from the frame's `depth`, so it behaves as
+        they do until the frame ends (while the depth bound is not reached) and is the same
+        state wherever the rule is called from: the tokens that stay inside are found once for
+        all of them. `resume` is where the frame returns to, and `outside` the state of the
+        configurations outside every call (-1 if none), such as those that follow an integer
+        that may end here.
         """
         if s in self._frames:
             return self._frames[s]
@@ -436,12 +440,13 @@ class Automaton:
                 common = {stack[1] for stack in common}
             if () not in common:
                 (frame,) = common
-                bottom: dict[Stack, Stack] = {frame: (self.nfa.exit, (), frame[2])}
+                base = frame[2]
+                bottom: dict[Stack, Stack] = {frame: (self.nfa.exit, (), 0)}
 
                 def rebased(stack: Stack) -> Stack:
                     found = bottom.get(stack)
                     if found is None:
-                        found = bottom[stack] = (stack[0], rebased(stack[1]), stack[2])
+                        found = bottom[stack] = (stack[0], rebased(stack[1]), stack[2] - base)
                     return found
 
                 inside = frozenset((q, rebased(stack)) for q, stack in configs if stack)
@@ -450,6 +455,7 @@ class Automaton:
                     self._intern((inside, False)),
                     self._intern(self._closure([(frame[0], frame[1])])),
                     self._intern((outside, False)) if outside else DEAD,
+                    base,
                 )
         self._frames[s] = found
         return found

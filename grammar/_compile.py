@@ -10,7 +10,7 @@ import bisect
 import sys
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -172,7 +172,13 @@ class CompiledGrammar:
             return self._state_mask(t.order[positions], long_ids, accepting, [ends, long_ends])
         framed = a.frame_split(state) if self._framed else None
         if framed is not None and framed[1] >= 0 and not self._doomed(framed[1]):
-            return self._framed_mask(state, *framed)
+            local, resume, outside, depth = framed
+            inside = self._inside.get(local)
+            if inside is None:
+                inside = self._inside[local] = self._inside_of(local)
+            # Relative depths stand for real ones only while real ones stay under the bound.
+            if depth + inside.reach < MAX_STACK_DEPTH:
+                return self._framed_mask(state, inside, resume, outside)
         row_np = a.byte_row(state)
         loop = self._loop_class(state, row_np)
         if loop is None:
@@ -192,14 +198,11 @@ class CompiledGrammar:
             return self._loop_mask(loop, t.order[positions], long_ids, accepting, successors)
         return self._state_mask(t.order[positions], long_ids, accepting, successors)
 
-    def _framed_mask(self, state: int, local: int, resume: int, outside: int) -> StateMask:
+    def _framed_mask(self, state: int, inside: _Inside, resume: int, outside: int) -> StateMask:
         """The mask of a state with configurations inside a call frame: the tokens the frame's
-        rule allows from there whatever called it (found once per `local` state), those that
-        go on past the rule's end and are allowed where it returns to (`resume`), the long
-        tokens, and what the configurations `outside` every call allow."""
-        inside = self._inside.get(local)
-        if inside is None:
-            inside = self._inside[local] = self._inside_of(local)
+        rule allows from there whatever called it (`inside`, found once per frame-relative
+        state), those that go on past the rule's end and are allowed where it returns to
+        (`resume`), the long tokens, and what the configurations `outside` every call allow."""
         t = self.tables
         positions = inside.positions
         if inside.cross.size:
@@ -229,20 +232,20 @@ class CompiledGrammar:
         t = self.tables
         row_np = a.byte_row(local)
         loop = self._loop_class(local, row_np)
-        exits: list[tuple[np.ndarray, np.ndarray]] = []
+        track = _Track(a.depths[local])
         if loop is None:
-            positions, ends = self._walk(local, self._first_byte_positions(row_np), exits=exits)
+            positions, ends = self._walk(local, self._first_byte_positions(row_np), track=track)
             long_ids = t.long_ids[row_np[t.long_first] >= 0]
         else:
-            positions, ends = self._walk(local, loop.other_positions, start=loop.other_skip, exits=exits)
+            positions, ends = self._walk(local, loop.other_positions, start=loop.other_skip, track=track)
             long_ids = loop.other_long_ids[row_np[loop.other_long_first] >= 0]
         positions, _ = self._without_doomed(positions, ends)
-        if exits:
-            cross = np.concatenate([e[0] for e in exits])
-            cross_from = np.concatenate([e[1] for e in exits]).astype(np.int64)
+        if track.exits:
+            cross = np.concatenate([e[0] for e in track.exits])
+            cross_from = np.concatenate([e[1] for e in track.exits]).astype(np.int64)
         else:
             cross = cross_from = np.zeros(0, np.int64)
-        return _Inside(loop, np.sort(positions), cross, cross_from, long_ids)
+        return _Inside(loop, np.sort(positions), cross, cross_from, long_ids, track.reach)
 
     def _loop_mask(self, loop: LoopClass, ids: np.ndarray, long_ids: np.ndarray, accepting: bool,
                    successors: list[np.ndarray] | None) -> StateMask:
@@ -447,14 +450,14 @@ class CompiledGrammar:
         return np.concatenate(starts), np.concatenate(ends)
 
     def _walk(self, state: int, idx: np.ndarray, start: int | np.ndarray = 0,
-              exits: list[tuple[np.ndarray, np.ndarray]] | None = None) -> tuple[np.ndarray, np.ndarray]:
+              track: _Track | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Walk the tokens at sorted positions `idx` from `state`, all at once, byte by byte,
         from their byte `start` on (all are longer than `start`; an array gives each token its
         own start, its bytes before it leaving `state` where it was).
 
         Returns the positions of the tokens that survive and the state each ends in. With
-        `exits`, also appends (positions, byte offsets) of the tokens that reach a state where
-        the frame `state` was seen from may end, with bytes still to read from that offset.
+        `track`, also notes the tokens that reach a state where the frame `state` was seen
+        from may end with bytes still to read, and the deepest stack any state on the way has.
         """
         a = self.automaton
         t = self.tables
@@ -470,7 +473,9 @@ class CompiledGrammar:
         idx, cur = idx[ok], cur[ok]
         p = start[ok] + 1 if ragged else start + 1
         while idx.size:
-            if idx.size <= _FEW and exits is None:
+            if track is not None:
+                track.reach = max(track.reach, int(a.depth_table[cur].max()))
+            if idx.size <= _FEW and track is None:
                 # A few long tokens left: stepping them in Python beats a round of array calls
                 # per byte.
                 starts = p.tolist() if ragged else [p] * idx.size
@@ -492,10 +497,10 @@ class CompiledGrammar:
                     p = p[keep]
                 if not idx.size:
                     break
-            if exits is not None:
+            if track is not None:
                 at = a.exits[cur]
                 if np.count_nonzero(at):
-                    exits.append((idx[at], p[at] if ragged else np.full(np.count_nonzero(at), p)))
+                    track.exits.append((idx[at], p[at] if ragged else np.full(np.count_nonzero(at), p)))
             cls = class_of[matrix[p, idx]]
             nxt = table[cur, cls]
             unbuilt = nxt == UNBUILT
@@ -566,10 +571,19 @@ class _Inside:
     cross: np.ndarray  # positions of the tokens that reach the frame's end with bytes to go ...
     cross_from: np.ndarray  # ... and the offset of the byte each goes on with
     long_ids: np.ndarray  # tokens longer than the matrix, walked from each calling state itself
+    reach: int  # the deepest stack, relative to the frame, of any state the walk went through
 
     @property
     def nbytes(self) -> int:
         return int(self.positions.nbytes + self.cross.nbytes + self.cross_from.nbytes + self.long_ids.nbytes)
+
+
+@dataclass
+class _Track:
+    """What a walk from a frame-relative state notes on the way (see `_walk`)."""
+
+    reach: int  # the deepest relative stack so far
+    exits: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (positions, offsets)
 
 
 def _size_of(pairs: tuple[tuple[int, int], ...] | None) -> int:

@@ -135,6 +135,32 @@ def test_mask_agrees_with_accept_token(data, name):
     assert set(np.flatnonzero(grammar._bitmask.unpack_bitmask(bitmask[0], VOCAB.size)).tolist()) == allowed
 
 
+@pytest.mark.parametrize("depth", [1, 40, 60, 62, 63, 64])
+def test_masks_near_the_stack_depth_bound_agree_with_accept_token(depth):
+    """States inside a call share token sets found at relative depths: near the bound, where
+    a token could reach it, the mask must still be what walking every token from the state
+    itself decides (`token_ends`, which drops tokens that strand the document at the bound)."""
+
+    def follow(m: grammar.Matcher, text: bytes) -> bool:
+        """Take `text` a byte at a time (id = byte + 2) while the masks allow it."""
+        for byte in text:
+            if byte + 2 not in set(m.next_token_mask().allowed_ids().tolist()):
+                return False
+            assert m.accept_token(byte + 2)
+        return True
+
+    m = grammar.Matcher(grammar.compile(GRAMMARS["json"], VOCAB))
+    follow(m, b"[" * depth + b'{"a":[1,"x')
+    for tail in (b"", b'"', b'"]', b'"],"b":'):
+        probe = m.fork()
+        if not follow(probe, tail):
+            continue
+        walked = set(probe.compiled.token_ends(probe.state)[0].tolist())
+        if probe.is_complete():
+            walked.add(EOS)
+        assert set(probe.next_token_mask().allowed_ids().tolist()) == walked, tail
+
+
 @settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_fork_and_rollback_match_replay(data):
