@@ -178,31 +178,39 @@ class CompiledGrammar:
                 inside = self._inside[local] = self._inside_of(local)
             # Relative depths stand for real ones only while real ones stay under the bound.
             if depth + inside.reach < MAX_STACK_DEPTH:
-                return self._framed_mask(state, inside, resume, outside)
-        row_np = a.byte_row(state)
+                return self._framed_mask(state, inside, resume, outside, accepting)
+        loop, positions, ends, long_ids = self._walk_from(state)
+        long_ids, long_ends = self._walk_long(state, long_ids)
+        if loop is not None:
+            successors = [ends, long_ends, np.array([state], np.int32)]
+            return self._loop_mask(loop, t.order[positions], long_ids, accepting, successors)
+        return self._state_mask(t.order[positions], long_ids, accepting, [ends, long_ends])
+
+    def _walk_from(self, state: int, track: _Track | None = None
+                   ) -> tuple[LoopClass | None, np.ndarray, np.ndarray, np.ndarray]:
+        """Walk every token that may be allowed in `state`: returns its loop class (None unless
+        most tokens loop on it), the sorted-order positions of the walked tokens that survive,
+        their end states, and the ids of the long tokens still to walk."""
+        t = self.tables
+        row_np = self.automaton.byte_row(state)
         loop = self._loop_class(state, row_np)
         if loop is None:
-            positions, ends = self._walk(state, self._first_byte_positions(row_np))
-            successors = [ends]
+            positions, ends = self._walk(state, self._first_byte_positions(row_np), track=track)
             long_ids = t.long_ids[row_np[t.long_first] >= 0]
         else:
             # Tokens made only of looping bytes stay here; walk just the others, each from its
             # first byte that may not loop.
-            positions, ends = self._walk(state, loop.other_positions, start=loop.other_skip)
-            successors = [ends, np.array([state], np.int32)]
+            positions, ends = self._walk(state, loop.other_positions, start=loop.other_skip, track=track)
             long_ids = loop.other_long_ids[row_np[loop.other_long_first] >= 0]
-        positions, ends = self._without_doomed(positions, ends)
-        long_ids, long_ends = self._walk_long(state, long_ids)
-        successors += [ends, long_ends]
-        if loop is not None:
-            return self._loop_mask(loop, t.order[positions], long_ids, accepting, successors)
-        return self._state_mask(t.order[positions], long_ids, accepting, successors)
+        return (loop, *self._without_doomed(positions, ends), long_ids)
 
-    def _framed_mask(self, state: int, inside: _Inside, resume: int, outside: int) -> StateMask:
+    def _framed_mask(self, state: int, inside: _Inside, resume: int, outside: int, accepting: bool) -> StateMask:
         """The mask of a state with configurations inside a call frame: the tokens the frame's
         rule allows from there whatever called it (`inside`, found once per frame-relative
         state), those that go on past the rule's end and are allowed where it returns to
-        (`resume`), the long tokens, and what the configurations `outside` every call allow."""
+        (`resume`), the long tokens, what the configurations `outside` every call allow, and
+        EOS where `accepting` (the configurations that finished the document have left every
+        frame)."""
         t = self.tables
         positions = inside.positions
         if inside.cross.size:
@@ -218,9 +226,6 @@ class CompiledGrammar:
                 more = more[np.isin(more, inside.loop.other_ids, assume_unique=True)]
             ids = np.union1d(np.union1d(ids, more), long_ids).astype(np.int32)
             long_ids = _NO_WORDS  # counted in `ids`: the outside walked them too
-        # A state inside a frame may still be complete: the configurations that finished the
-        # document have left every frame.
-        accepting = self.automaton.accepting[state] and t.eos_ids.size > 0
         if inside.loop is not None:
             return self._loop_mask(inside.loop, ids, long_ids, accepting, None)
         return self._state_mask(ids, long_ids, accepting, None)
@@ -228,18 +233,8 @@ class CompiledGrammar:
     def _inside_of(self, local: int) -> _Inside:
         """Walk the tokens from a state seen inside its frame (see `Automaton.frame_split`),
         noting each token that reaches the frame's end with bytes still to go."""
-        a = self.automaton
-        t = self.tables
-        row_np = a.byte_row(local)
-        loop = self._loop_class(local, row_np)
-        track = _Track(a.depths[local])
-        if loop is None:
-            positions, ends = self._walk(local, self._first_byte_positions(row_np), track=track)
-            long_ids = t.long_ids[row_np[t.long_first] >= 0]
-        else:
-            positions, ends = self._walk(local, loop.other_positions, start=loop.other_skip, track=track)
-            long_ids = loop.other_long_ids[row_np[loop.other_long_first] >= 0]
-        positions, _ = self._without_doomed(positions, ends)
+        track = _Track(self.automaton.depths[local])
+        loop, positions, _, long_ids = self._walk_from(local, track)
         if track.exits:
             cross = np.concatenate([e[0] for e in track.exits])
             cross_from = np.concatenate([e[1] for e in track.exits]).astype(np.int64)
