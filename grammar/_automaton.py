@@ -276,7 +276,6 @@ class Automaton:
         self.rows: list[list[int] | None] = []
         self.table = np.full((64, self.n_classes), UNBUILT, dtype=np.int16)
         self.exits = np.zeros(64, dtype=bool)  # states where the frame they were seen from may end
-        self.depth_table = np.zeros(64, dtype=np.int32)  # `depths`, for vectorised walks
         self._exit_config = (nfa.exit, ())
         self._frames: dict[int, tuple[int, int, int, int] | None] = {}
         self._moves: dict[frozenset, int] = {}
@@ -406,10 +405,8 @@ class Automaton:
             grown[: self.table.shape[0]] = self.table
             self.table = grown
             self.exits = np.concatenate([self.exits, np.zeros(rows - self.exits.size, dtype=bool)])
-            self.depth_table = np.concatenate([self.depth_table, np.zeros(rows - self.depth_table.size, np.int32)])
         if self._exit_config in kernel:
             self.exits[sid] = True
-        self.depth_table[sid] = self.depths[sid]
         return sid
 
     def frame_split(self, s: int) -> tuple[int, int, int, int] | None:
@@ -444,10 +441,10 @@ class Automaton:
                 bottom: dict[Stack, Stack] = {frame: (self.nfa.exit, (), 0)}
 
                 def rebased(stack: Stack) -> Stack:
-                    found = bottom.get(stack)
-                    if found is None:
-                        found = bottom[stack] = (stack[0], rebased(stack[1]), stack[2] - base)
-                    return found
+                    moved = bottom.get(stack)
+                    if moved is None:
+                        moved = bottom[stack] = (stack[0], rebased(stack[1]), stack[2] - base)
+                    return moved
 
                 inside = frozenset((q, rebased(stack)) for q, stack in configs if stack)
                 outside = frozenset((q, stack) for q, stack in configs if not stack)

@@ -233,14 +233,17 @@ class CompiledGrammar:
     def _inside_of(self, local: int) -> _Inside:
         """Walk the tokens from a state seen inside its frame (see `Automaton.frame_split`),
         noting each token that reaches the frame's end with bytes still to go."""
-        track = _Track(self.automaton.depths[local])
+        track = _Track()
         loop, positions, _, long_ids = self._walk_from(local, track)
+        depths = self.automaton.depths
+        passed = np.concatenate(track.passed).tolist() if track.passed else []
+        reach = max([depths[s] for s in set(passed)], default=0)
         if track.exits:
             cross = np.concatenate([e[0] for e in track.exits])
             cross_from = np.concatenate([e[1] for e in track.exits]).astype(np.int64)
         else:
             cross = cross_from = np.zeros(0, np.int64)
-        return _Inside(loop, np.sort(positions), cross, cross_from, long_ids, track.reach)
+        return _Inside(loop, np.sort(positions), cross, cross_from, long_ids, max(reach, depths[local]))
 
     def _loop_mask(self, loop: LoopClass, ids: np.ndarray, long_ids: np.ndarray, accepting: bool,
                    successors: list[np.ndarray] | None) -> StateMask:
@@ -452,7 +455,7 @@ class CompiledGrammar:
 
         Returns the positions of the tokens that survive and the state each ends in. With
         `track`, also notes the tokens that reach a state where the frame `state` was seen
-        from may end with bytes still to read, and the deepest stack any state on the way has.
+        from may end with bytes still to read, and every state the tokens pass through.
         """
         a = self.automaton
         t = self.tables
@@ -469,7 +472,7 @@ class CompiledGrammar:
         p = start[ok] + 1 if ragged else start + 1
         while idx.size:
             if track is not None:
-                track.reach = max(track.reach, int(a.depth_table[cur].max()))
+                track.passed.append(cur)
             if idx.size <= _FEW and track is None:
                 # A few long tokens left: stepping them in Python beats a round of array calls
                 # per byte.
@@ -577,7 +580,7 @@ class _Inside:
 class _Track:
     """What a walk from a frame-relative state notes on the way (see `_walk`)."""
 
-    reach: int  # the deepest relative stack so far
+    passed: list[np.ndarray] = field(default_factory=list)  # the states the tokens went through
     exits: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (positions, offsets)
 
 
