@@ -474,7 +474,10 @@ class _Compiler:
             if not visit(place, ()):
                 return None
         done = ("$ref", "allOf", "not", ALL)
-        return [f.without(*done) for f in facets], branching
+        # Branch owners as the conjuncts returned, so `_expand` can tell which one to drop
+        # the branching keyword from (else it is distributed again, squaring the branches).
+        applied = {f.key: f.without(*done) for f in facets}
+        return list(applied.values()), [(keyword, applied[owner.key]) for keyword, owner in branching]
 
     def resolve(self, place: Place) -> Place | None:
         try:

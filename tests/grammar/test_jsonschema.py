@@ -303,6 +303,26 @@ def test_any_of_and_all_of():
     assert_sound_sentences(schema, grammar)
 
 
+def test_any_of_is_distributed_once():
+    """Each branch of an anyOf is one alternative: 40 tool envelopes are 40, not 40 squared
+    (which would pass the alternatives limit)."""
+    schema = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"name": {"const": f"tool_{i}"}, "arguments": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+                "required": ["name", "arguments"],
+                "additionalProperties": False,
+            }
+            for i in range(40)
+        ]
+    }
+    grammar = from_json_schema(schema)
+    assert grammar.accepts('{"name":"tool_39","arguments":{"x":1}}')
+    assert not grammar.accepts('{"name":"tool_40","arguments":{}}')
+    assert_sound_sentences(schema, grammar)
+
+
 def test_one_of_disjoint_and_refused():
     disjoint = {"oneOf": [{"type": "string"}, {"type": "integer"}]}
     assert from_json_schema(disjoint).accepts('"a"')
