@@ -110,6 +110,7 @@ class CompiledGrammar:
         self._masks: dict[int, StateMask] = {}
         # (inverted, ids) -> ids, words, values, pairs, row: states with the same set share them
         self._pool: dict[tuple[bool, bytes], tuple[np.ndarray, np.ndarray, np.ndarray, tuple | None, np.ndarray | None]] = {}
+        self._small_pool: dict[tuple[int, ...], tuple] = {}  # the same, keyed by a few allowed ids
         self._completion: Completion | None = None
         self._utf8_loop: dict[int, bool] = {}
         self._doom: dict[int, bool] = {}
@@ -127,7 +128,7 @@ class CompiledGrammar:
         """Memory held by this compiled grammar's arrays (the shared vocabulary excluded)."""
         rows = sum(
             ids.nbytes + words.nbytes + values.nbytes + _size_of(pairs) + (0 if full is None else full.nbytes)
-            for ids, words, values, pairs, full in self._pool.values()
+            for ids, words, values, pairs, full in [*self._pool.values(), *self._small_pool.values()]
         )
         successors = sum(m.successors.nbytes for m in self._masks.values() if m.successors is not None)
         inside = sum(i.nbytes for i in self._inside.values())
@@ -168,8 +169,13 @@ class CompiledGrammar:
         if a.forced_byte(state) >= 0:
             # Most states of a schema sit inside a literal (a key, punctuation): only the tokens
             # that spell part of it, or all of it and more, can follow.
-            positions, ends, long_ids, long_ends = self._forced_tokens(state)
-            return self._state_mask(t.order[positions], long_ids, accepting, [ends, long_ends])
+            ids, ends = self._forced_tokens(state)
+            if accepting:
+                ids.extend(t.eos_ids.tolist())
+            if len(ids) <= _SMALL:
+                return self._small_mask(ids, ends)
+            ids_np = np.array(ids, np.int32)
+            return self._state_mask(ids_np, _NO_WORDS, False, [np.array(ends, np.int32)])
         framed = a.frame_split(state) if self._framed else None
         if framed is not None and framed[1] >= 0 and not self._doomed(framed[1]):
             local, resume, outside, depth = framed
@@ -272,7 +278,8 @@ class CompiledGrammar:
         parts = [ids, long_ids, t.eos_ids] if accepting else [ids, long_ids]
         total = sum(p.size for p in parts)
         if total <= _SMALL:
-            return self._small_mask(parts, successors)
+            ends = None if successors is None else [v for e in successors for v in e.tolist()]
+            return self._small_mask([i for p in parts for i in p.tolist()], ends)
         if total * 2 <= t.size:
             ids, inverted = np.sort(np.concatenate(parts)).astype(np.int32), False
             count = int(ids.size)
@@ -298,12 +305,11 @@ class CompiledGrammar:
             # Bits past the vocabulary in the last word stay clear, whatever the background.
             padding = np.arange(t.size, -(-t.size // 32) * 32, dtype=np.int32)
             cleared = np.concatenate([ids, padding]) if inverted else ids
-            shared = self._share(key, ids, *packed_words(cleared, inverted), inverted)
+            shared = self._pool[key] = self._share(ids, *packed_words(cleared, inverted), inverted)
         return StateMask(count, shared[0], inverted, shared[1], shared[2], succ, shared[3], shared[4])
 
-    def _share(self, key: tuple[bool, bytes], ids: np.ndarray, words: np.ndarray, values: np.ndarray,
-               inverted: bool) -> tuple:
-        """Pool one token set's arrays, as words and values or, where that is larger, the row."""
+    def _share(self, ids: np.ndarray, words: np.ndarray, values: np.ndarray, inverted: bool = False) -> tuple:
+        """One token set's arrays, as words and values or, where that is larger, the row."""
         width = -(-self.tables.size // 32)
         if words.size * 2 > width:
             # Words and values for over half the row take more room than the row itself.
@@ -312,33 +318,39 @@ class CompiledGrammar:
             shared = (ids, _NO_WORDS, _NO_WORDS, None, full)
         else:
             shared = (ids, words, values, word_pairs(words, values), None)
-        self._pool[key] = shared
         return shared
 
-    def _small_mask(self, parts: list[np.ndarray], successors: list[np.ndarray] | None) -> StateMask:
-        """`_state_mask` for a handful of allowed ids, in plain Python: at this size numpy's
-        fixed cost per call is what a mask would spend its time on."""
-        allowed = sorted(set().union(*(p.tolist() for p in parts)))
-        ids = np.array(allowed, dtype=np.int32)
-        key = (False, ids.tobytes())
-        shared = self._pool.get(key)
+    def _small_mask(self, ids: list[int], ends: list[int] | None) -> StateMask:
+        """A mask of a handful of allowed `ids` (EOS included) whose tokens lead to `ends`, in
+        plain Python: at this size numpy's fixed cost per call is what a mask would spend its
+        time on."""
+        allowed = sorted(set(ids))
+        key = tuple(allowed)
+        shared = self._small_pool.get(key)
         if shared is None:
             packed: dict[int, int] = {}
             for i in allowed:
                 packed[i >> 5] = packed.get(i >> 5, 0) | (1 << (i & 31))
-            words = np.array(list(packed), dtype=np.int32)
-            values = np.array(list(packed.values()), dtype=np.uint32).view(np.int32)
-            shared = self._share(key, ids, words, values, False)
-        succ = None if successors is None else np.array(sorted(set().union(*(e.tolist() for e in successors))), np.int32)
+            ids_np = np.array(allowed, dtype=np.int32)
+            if len(packed) <= _FEW_WORDS:
+                # Words as signed int32 values, as the row holds them.
+                pairs = tuple((w, v - (1 << 32) if v >> 31 else v) for w, v in packed.items())
+                shared = (ids_np, _NO_WORDS, _NO_WORDS, pairs, None)
+            else:
+                words = np.array(list(packed), dtype=np.int32)
+                values = np.array(list(packed.values()), dtype=np.uint32).view(np.int32)
+                shared = self._share(ids_np, words, values)
+            self._small_pool[key] = shared
+        succ = None if ends is None else np.array(sorted(set(ends)), np.int32)
         return StateMask(len(allowed), shared[0], False, shared[1], shared[2], succ, shared[3], shared[4])
 
-    def _forced_tokens(self, state: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _forced_tokens(self, state: int) -> tuple[list[int], list[int]]:
         """Tokens allowed in a state that forces its next bytes: those that spell a prefix of
         the forced run (found by bisection in the sorted tokens) and those that spell all of it
         and go on (a contiguous range of the sorted tokens, walked from the run's end).
 
-        The run is followed only as far as some token still spells it. Returns sorted positions
-        and their end states, then long token ids and theirs.
+        The run is followed only as far as some token still spells it. Returns the token ids
+        and the state each leads to.
         """
         a = self.automaton
         t = self.tables
@@ -365,18 +377,19 @@ class CompiledGrammar:
             prefix = bytes(run)
             lo = bisect.bisect_right(sorted_bytes, prefix, lo)
             hi = bisect.bisect_right(sorted_bytes, prefix + b"\xff" * MATRIX_WIDTH, lo)
-            if hi - lo <= _FEW_WALKS:
-                for i in range(lo, hi):
-                    v = a.walk(s, sorted_bytes[i][len(run):])
-                    if v >= 0:
-                        positions.append(i)
-                        ends.append(v)
-            else:
+            if hi > lo:
                 more, more_ends = self._walk(s, np.arange(lo, hi, dtype=np.int64), start=len(run))
                 positions.extend(more.tolist())
                 ends.extend(more_ends.tolist())
-        positions_np, ends_np = self._without_doomed(np.array(positions, np.int64), np.array(ends, np.int32))
-        return (positions_np, ends_np, *self._walk_long(state, t.long_starting(first)))
+        if a.nfa.recursive:
+            kept, kept_ends = self._without_doomed(np.array(positions, np.int64), np.array(ends, np.int32))
+            positions, ends = kept.tolist(), kept_ends.tolist()
+        ids = t.order[positions].tolist() if positions else []
+        long_ids, long_ends = self._walk_long(state, t.long_starting(first))
+        if long_ids.size:
+            ids.extend(long_ids.tolist())
+            ends.extend(long_ends.tolist())
+        return ids, ends
 
     def _walk_long(self, state: int, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The tokens among `ids` (longer than the token matrix) allowed in `state`, and where
@@ -457,6 +470,10 @@ class CompiledGrammar:
         `track`, also notes the tokens that reach a state where the frame `state` was seen
         from may end with bytes still to read, and every state the tokens pass through.
         """
+        ragged = isinstance(start, np.ndarray)
+        if idx.size <= _FEW_WALKS:
+            starts = start.tolist() if ragged else [start] * idx.size
+            return self._walk_few(idx.tolist(), [state] * idx.size, starts, track)
         a = self.automaton
         t = self.tables
         out_pos: list[np.ndarray] = []
@@ -465,7 +482,6 @@ class CompiledGrammar:
         lens = t.lens
         matrix = t.matrix
         class_of = a.class_of
-        ragged = isinstance(start, np.ndarray)
         cur = table[state][class_of[matrix[start, idx]]]
         ok = cur >= 0
         idx, cur = idx[ok], cur[ok]
@@ -473,16 +489,13 @@ class CompiledGrammar:
         while idx.size:
             if track is not None:
                 track.passed.append(cur)
-            if idx.size <= _FEW and track is None:
+            if idx.size <= _FEW:
                 # A few long tokens left: stepping them in Python beats a round of array calls
                 # per byte.
                 starts = p.tolist() if ragged else [p] * idx.size
-                ends = [
-                    a.walk(s, t.sorted_bytes[i][q:]) for i, s, q in zip(idx.tolist(), cur.tolist(), starts)
-                ]
-                live = np.asarray(ends) >= 0
-                out_pos.append(idx[live])
-                out_end.append(np.asarray(ends, np.int32)[live])
+                few_pos, few_end = self._walk_few(idx.tolist(), cur.tolist(), starts, track)
+                out_pos.append(few_pos)
+                out_end.append(few_end)
                 break
             done = lens[idx] == p
             if np.count_nonzero(done):
@@ -512,6 +525,45 @@ class CompiledGrammar:
         if not out_pos:
             return np.zeros(0, np.int64), np.zeros(0, np.int32)
         return np.concatenate(out_pos), np.concatenate(out_end).astype(np.int32)
+
+    def _walk_few(self, idx: list[int], states: list[int], starts: list[int],
+                  track: _Track | None) -> tuple[np.ndarray, np.ndarray]:
+        """`_walk` in plain Python, for a handful of tokens: each from its own state and byte
+        offset (the state it is in, having read the bytes before the offset)."""
+        a = self.automaton
+        rows = a.rows
+        cl = a.class_list
+        sorted_bytes = self.tables.sorted_bytes
+        exits = a.exits
+        kept: list[int] = []
+        ends: list[int] = []
+        passed: list[int] = []
+        crossing: list[int] = []
+        offsets: list[int] = []
+        for i, s, q in zip(idx, states, starts):
+            data = sorted_bytes[i]
+            n = len(data)
+            while q < n:
+                row = rows[s]
+                if row is None:
+                    row = a.build(s)
+                s = row[cl[data[q]]]
+                if s < 0:
+                    break
+                q += 1
+                if track is not None:
+                    passed.append(s)
+                    if q < n and exits[s]:
+                        crossing.append(i)
+                        offsets.append(q)
+            else:
+                kept.append(i)
+                ends.append(s)
+        if track is not None:
+            track.passed.append(np.array(passed, np.int32))
+            if crossing:
+                track.exits.append((np.array(crossing, np.int64), np.array(offsets, np.int64)))
+        return np.array(kept, np.int64), np.array(ends, np.int32)
 
     def _loops_on_utf8(self, state: int) -> bool:
         """Whether every whole non-ASCII character read from `state` leads back to it."""
