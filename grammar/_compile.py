@@ -24,7 +24,7 @@ _FEW_WORDS = 8  # bitmask words a mask writes one by one rather than by fancy in
 _SMALL = 64  # allowed ids up to which a mask is assembled without numpy
 _FEW_WALKS = 24  # tokens up to which stepping each in Python beats a vectorised walk
 _PRUNE_FROM = 256  # candidates by first byte past which the second byte prunes them too
-_PRUNE_STATES = 8  # ... if the first bytes lead to at most this many states
+_PRUNE_STATES = 32  # ... if the first bytes lead to at most this many states
 _FEW = 8  # tokens still walking below which `_walk` finishes them one by one
 
 _UTF8_SHAPES = (
@@ -434,31 +434,41 @@ class CompiledGrammar:
 
     def _first_byte_positions(self, row_np: np.ndarray) -> np.ndarray:
         """Sorted-order positions of the tokens whose first byte `row_np` allows (and, where
-        that is many tokens behind few states, whose second byte the next state allows)."""
+        that is many tokens, whose second byte the state after the first allows)."""
         t = self.tables
         firsts = np.flatnonzero(row_np >= 0)
         starts = t.bucket[firsts]
         ends = t.bucket[firsts + 1]
         if int((ends - starts).sum()) > _PRUNE_FROM:
-            nexts = row_np[firsts]
-            distinct = set(nexts.tolist())
-            # Where a frame may end, the second byte is read where it returns to: not here.
-            if len(distinct) <= _PRUNE_STATES and not self.automaton.exits[list(distinct)].any():
-                starts, ends = self._second_byte_ranges(firsts, nexts, distinct)
+            starts, ends = self._second_byte_ranges(firsts, row_np[firsts], starts, ends)
         return _ranges(starts, ends)
 
-    def _second_byte_ranges(self, firsts: np.ndarray, nexts: np.ndarray, distinct: set[int]):
-        """The sorted-order ranges of the tokens whose first two bytes the automaton allows:
-        each allowed first byte alone, or followed by a byte its successor allows."""
+    def _second_byte_ranges(self, firsts: np.ndarray, nexts: np.ndarray, starts: np.ndarray,
+                            ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The sorted-order ranges `starts`..`ends` (one per allowed first byte) narrowed, for
+        each state the first bytes lead to, to the tokens whose second byte it allows.
+
+        Left whole: the ranges behind a state where a frame may end (the second byte is then
+        read where the frame returns to, not there) and those too small to repay the search.
+        """
+        distinct = set(nexts.tolist())
+        if len(distinct) > _PRUNE_STATES:
+            return starts, ends
         bucket2 = self.tables.bucket2
-        starts, ends = [], []
+        exits = self.automaton.exits
+        out_starts, out_ends = [], []
         for s in distinct:
+            here = nexts == s
+            if exits[s] or int((ends[here] - starts[here]).sum()) <= _PRUNE_FROM // 4:
+                out_starts.append(starts[here])
+                out_ends.append(ends[here])
+                continue
             row = self.automaton.byte_row(s)
-            firsts_here = firsts[nexts == s] * 257
+            firsts_here = firsts[here] * 257
             keys = np.concatenate([firsts_here, (firsts_here[:, None] + np.flatnonzero(row >= 0) + 1).ravel()])
-            starts.append(bucket2[keys])
-            ends.append(bucket2[keys + 1])
-        return np.concatenate(starts), np.concatenate(ends)
+            out_starts.append(bucket2[keys])
+            out_ends.append(bucket2[keys + 1])
+        return np.concatenate(out_starts), np.concatenate(out_ends)
 
     def _walk(self, state: int, idx: np.ndarray, start: int | np.ndarray = 0,
               track: _Track | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -164,16 +164,17 @@ ANY_CHAR = Chars(_normalize_ranges([(0, MAX_CODE_POINT)]))
 def seq(*items: Node) -> Node:
     flat: list[Node] = []
     for item in items:
-        if item == NOTHING:
-            return NOTHING
-        if isinstance(item, Seq):
+        kind = type(item)
+        if kind is Seq:
             flat.extend(item.items)
+        elif kind is Alt and not item.items:
+            return NOTHING
         else:
             flat.append(item)
     # Merge adjacent literals so renderers and the automaton see longer runs.
     merged: list[Node] = []
     for item in flat:
-        if merged and isinstance(item, Lit) and isinstance(merged[-1], Lit):
+        if merged and type(item) is Lit and type(merged[-1]) is Lit:
             merged[-1] = Lit(merged[-1].text + item.text)
         else:
             merged.append(item)
