@@ -320,6 +320,9 @@ class Automaton:
         found = self._locals.get(q)
         if found is None:
             nfa = self.nfa
+            if not (nfa.eps[q] or nfa.calls[q] or nfa.rule_end[q]):  # inside a literal, say
+                found = self._locals[q] = ((q,) if nfa.byte_edges[q] else (), q == nfa.root_end, True)
+                return found
             seen = {q}
             todo = [q]
             states = []
