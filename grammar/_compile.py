@@ -174,8 +174,7 @@ class CompiledGrammar:
                 ids.extend(t.eos_ids.tolist())
             if len(ids) <= _SMALL:
                 return self._small_mask(ids, ends)
-            ids_np = np.array(ids, np.int32)
-            return self._state_mask(ids_np, _NO_WORDS, False, [np.array(ends, np.int32)])
+            return self._state_mask([np.array(ids, np.int32)], False, [np.array(ends, np.int32)])
         framed = a.frame_split(state) if self._framed else None
         if framed is not None and framed[1] >= 0 and not self._doomed(framed[1]):
             local, resume, outside, depth = framed
@@ -189,8 +188,8 @@ class CompiledGrammar:
         long_ids, long_ends = self._walk_long(state, long_ids)
         if loop is not None:
             successors = [ends, long_ends, np.array([state], np.int32)]
-            return self._loop_mask(loop, t.order[positions], long_ids, accepting, successors)
-        return self._state_mask(t.order[positions], long_ids, accepting, [ends, long_ends])
+            return self._loop_mask(loop, [t.order[positions], long_ids], accepting, successors)
+        return self._state_mask([t.order[positions], long_ids], accepting, [ends, long_ends])
 
     def _walk_from(self, state: int, track: _Track | None = None
                    ) -> tuple[LoopClass | None, np.ndarray, np.ndarray, np.ndarray]:
@@ -218,23 +217,22 @@ class CompiledGrammar:
         EOS where `accepting` (the configurations that finished the document have left every
         frame)."""
         t = self.tables
-        positions = inside.positions
+        parts = [t.order[inside.positions]]
         if inside.cross.size:
-            crossing, ends = self._walk(resume, inside.cross, start=inside.cross_from)
-            crossing, _ = self._without_doomed(crossing, ends)
-            if crossing.size:
-                positions = np.unique(np.concatenate([positions, crossing]))
-        ids = t.order[positions]
-        long_ids, _ = self._walk_long(state, inside.long_ids)
+            # Only the crossing tokens whose next byte `resume` allows can go on there.
+            go_on = self.automaton.byte_row(resume)[inside.cross_byte] >= 0
+            if go_on.any():
+                crossing, ends = self._walk(resume, inside.cross[go_on], start=inside.cross_from[go_on])
+                parts.append(t.order[self._without_doomed(crossing, ends)[0]])
+        parts.append(self._walk_long(state, inside.long_ids)[0])
         if outside >= 0:
             more = self.mask(outside).allowed_ids(t.size)
             if inside.loop is not None:  # the loop class is allowed already
                 more = more[np.isin(more, inside.loop.other_ids, assume_unique=True)]
-            ids = np.union1d(np.union1d(ids, more), long_ids).astype(np.int32)
-            long_ids = _NO_WORDS  # counted in `ids`: the outside walked them too
+            parts.append(more)
         if inside.loop is not None:
-            return self._loop_mask(inside.loop, ids, long_ids, accepting, None)
-        return self._state_mask(ids, long_ids, accepting, None)
+            return self._loop_mask(inside.loop, parts, accepting, None)
+        return self._state_mask(parts, accepting, None)
 
     def _inside_of(self, local: int) -> _Inside:
         """Walk the tokens from a state seen inside its frame (see `Automaton.frame_split`),
@@ -249,14 +247,17 @@ class CompiledGrammar:
             cross_from = np.concatenate([e[1] for e in track.exits]).astype(np.int64)
         else:
             cross = cross_from = np.zeros(0, np.int64)
-        return _Inside(loop, np.sort(positions), cross, cross_from, long_ids, max(reach, depths[local]))
+        cross_byte = self.tables.matrix[cross_from, cross]
+        return _Inside(loop, np.sort(positions), cross, cross_from, cross_byte, long_ids, max(reach, depths[local]))
 
-    def _loop_mask(self, loop: LoopClass, ids: np.ndarray, long_ids: np.ndarray, accepting: bool,
+    def _loop_mask(self, loop: LoopClass, parts: list[np.ndarray], accepting: bool,
                    successors: list[np.ndarray] | None) -> StateMask:
-        """The mask of a state most tokens loop on: the loop class's complement less the walked
-        `ids`, `long_ids` (and EOS where `accepting`), without a pass over the vocabulary."""
+        """The mask of a state most tokens loop on: the loop class's complement less the ids
+        in `parts` (which may overlap; and EOS where `accepting`), without a pass over the
+        vocabulary."""
         t = self.tables
-        parts = [ids, long_ids, t.eos_ids] if accepting else [ids, long_ids]
+        if accepting:
+            parts = [*parts, t.eos_ids]
         others = loop.other_ids  # every id outside the loop class, sorted; `parts` lie in it
         keep = np.ones(others.size, dtype=bool)
         # Sorted needles: numpy's bisection then walks `others` in order (3x faster here).
@@ -270,18 +271,18 @@ class CompiledGrammar:
             return self._pooled(np.flatnonzero(allowed).astype(np.int32), False, count, succ)
         return self._pooled(disallowed, True, count, succ)
 
-    def _state_mask(self, ids: np.ndarray, long_ids: np.ndarray, accepting: bool,
-                    successors: list[np.ndarray] | None) -> StateMask:
-        """The mask of the allowed `ids` and `long_ids` (plus EOS where `accepting`), in its
-        smaller form."""
+    def _state_mask(self, parts: list[np.ndarray], accepting: bool, successors: list[np.ndarray] | None) -> StateMask:
+        """The mask of the ids in `parts` (which may overlap; plus EOS where `accepting`), in
+        its smaller form."""
         t = self.tables
-        parts = [ids, long_ids, t.eos_ids] if accepting else [ids, long_ids]
+        if accepting:
+            parts = [*parts, t.eos_ids]
         total = sum(p.size for p in parts)
         if total <= _SMALL:
             ends = None if successors is None else [v for e in successors for v in e.tolist()]
             return self._small_mask([i for p in parts for i in p.tolist()], ends)
         if total * 2 <= t.size:
-            ids, inverted = np.sort(np.concatenate(parts)).astype(np.int32), False
+            ids, inverted = np.unique(np.concatenate(parts)).astype(np.int32), False
             count = int(ids.size)
         else:
             allowed = np.zeros(t.size, dtype=bool)
@@ -394,6 +395,8 @@ class CompiledGrammar:
     def _walk_long(self, state: int, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The tokens among `ids` (longer than the token matrix) allowed in `state`, and where
         each leads."""
+        if not ids.size:
+            return _NO_WORDS, _NO_WORDS
         kept, ends = [], []
         for tid in ids.tolist():
             nxt = self.automaton.walk(state, self.tables.token_bytes[tid])
@@ -630,12 +633,14 @@ class _Inside:
     positions: np.ndarray  # sorted-order positions of the tokens allowed without leaving the frame
     cross: np.ndarray  # positions of the tokens that reach the frame's end with bytes to go ...
     cross_from: np.ndarray  # ... and the offset of the byte each goes on with
+    cross_byte: np.ndarray  # ... and that byte
     long_ids: np.ndarray  # tokens longer than the matrix, walked from each calling state itself
     reach: int  # the deepest stack, relative to the frame, of any state the walk went through
 
     @property
     def nbytes(self) -> int:
-        return int(self.positions.nbytes + self.cross.nbytes + self.cross_from.nbytes + self.long_ids.nbytes)
+        return int(self.positions.nbytes + self.cross.nbytes + self.cross_from.nbytes + self.cross_byte.nbytes
+                   + self.long_ids.nbytes)
 
 
 @dataclass
