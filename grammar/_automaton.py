@@ -6,10 +6,11 @@ push a return state. A configuration is an NFA state plus a stack of return stat
 deterministic state is the closed set of configurations the input so far can be in: a DFA
 where the grammar is regular, a pushdown automaton (bounded in depth) where it recurses.
 
-States are built on first visit and numbered. Bytes the automaton never tells apart share a
-class (`class_of`); `rows[s][class_of[b]]` is the successor of state `s` on byte `b` (-1:
-dead), and the numpy `table` (one int32 row per state, one column per class, -2 for rows not
-written yet) is what the vectorised token walk in `_compile` gathers from.
+States are numbered on first reach, and each successor is found on first use, one byte class
+at a time (most states are only ever left by one or two of their bytes). Bytes the automaton
+never tells apart share a class (`class_of`); `rows[s][class_of[b]]` is the successor of state
+`s` on byte `b` (-1: dead, -2: not found yet), and the numpy `table` (the same, one int16 or
+int32 row per state) is what the vectorised token walk in `_compile` gathers from.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
 MAX_STACK_DEPTH = 64
 MAX_CLOSURE = 20_000
+_FEW_CELLS = 4  # successors of one state a vectorised walk computes one by one, not as a row
 
 
 # --- UTF-8 lowering --------------------------------------------------------------------------
@@ -273,7 +275,8 @@ class Automaton:
         self.index: dict[frozenset, int] = {}
         self.accepting: list[bool] = []
         self.depths: list[int] = []  # deepest return stack among a state's configurations
-        self.rows: list[list[int] | None] = []
+        self.rows: list[list[int]] = []  # successor by byte class, UNBUILT until computed
+        self._whole: list[bool] = []  # whether every cell of a state's row is computed
         self.table = np.full((64, self.n_classes), UNBUILT, dtype=np.int16)
         self.exits = np.zeros(64, dtype=bool)  # states where the frame they were seen from may end
         self._exit_config = (nfa.exit, ())
@@ -398,7 +401,8 @@ class Automaton:
         # Without recursion every stack is empty; otherwise the deepest one counts.
         self.depths.append(max([st[2] for _, st in kernel if st], default=0) if self.nfa.recursive else 0)
         self.accepting.append(accept)
-        self.rows.append(None)
+        self.rows.append([UNBUILT] * self.n_classes)
+        self._whole.append(False)
         self.index[key] = sid  # type: ignore[index]
         if sid >= self.table.shape[0]:
             rows = self.table.shape[0] * 2
@@ -476,26 +480,43 @@ class Automaton:
             nxt = self._moves[key] = self._intern(self._closure(moved))
         return nxt
 
+    def successor(self, s: int, c: int) -> int:
+        """The state after a byte of class `c` in state `s` (computed on first use, alone: most
+        states are only ever left by one or two of their bytes)."""
+        configs = self.configs[s]
+        if len(configs) == 1:
+            ((q, stack),) = configs
+            nxt = DEAD
+            for lo, hi, t in self._edge_classes(q):
+                if lo <= c < hi:
+                    key = (t, stack)
+                    nxt = self._single_moves.get(key)
+                    if nxt is None:
+                        nxt = self._single_moves[key] = self._intern(self._closure([key]))
+                    break
+        else:
+            moves = [(t, stack) for q, stack in configs for lo, hi, t in self._edge_classes(q) if lo <= c < hi]
+            nxt = self._successor(moves) if moves else DEAD
+        self.rows[s][c] = nxt
+        self.table[s, c] = nxt
+        return nxt
+
     def build(self, s: int) -> list[int]:
-        """The successor row of state `s` (built on first use)."""
-        row = self.rows[s]
-        if row is not None:
-            return row
+        """The whole successor row of state `s` (built on first use)."""
+        if self._whole[s]:
+            return self.rows[s]
         succ = [DEAD] * self.n_classes
         configs = self.configs[s]
         if len(configs) == 1:
             # The common case: one configuration, whose edges never overlap.
             ((q, stack),) = configs
             moves = self._single_moves
-            edges = self._edge_classes(q)
-            for lo, hi, t in edges:
+            for lo, hi, t in self._edge_classes(q):
                 key = (t, stack)
                 nxt = moves.get(key)
                 if nxt is None:
                     nxt = moves[key] = self._intern(self._closure([key]))
                 succ[lo:hi] = [nxt] * (hi - lo)
-            live = [(lo, hi) for lo, hi, _ in edges if succ[lo] >= 0]
-            forced = self.single_byte[live[0][0]] if len(live) == 1 and live[0][1] - live[0][0] == 1 else -1
         else:
             # Sweep the class boundaries: between two of them, the same edges apply.
             starts: dict[int, list[tuple[int, Stack]]] = {}
@@ -505,55 +526,53 @@ class Automaton:
                     starts.setdefault(lo, []).append((t, stack))
                     stops.setdefault(hi, []).append((t, stack))
             active: list[tuple[int, Stack]] = []
-            live = []
             bounds = sorted(starts.keys() | stops.keys())
             for lo, hi in zip(bounds, bounds[1:]):
                 for move in stops.get(lo, ()):
                     active.remove(move)
                 active.extend(starts.get(lo, ()))
                 if active:
-                    nxt = self._successor(active)
-                    succ[lo:hi] = [nxt] * (hi - lo)
-                    if nxt >= 0:
-                        live.append((lo, hi))
-            forced = self.single_byte[live[0][0]] if len(live) == 1 and live[0][1] - live[0][0] == 1 else -1
-        self._forced[s] = -1 if self.accepting[s] else forced
+                    succ[lo:hi] = [self._successor(active)] * (hi - lo)
         self.rows[s] = succ
+        self.table[s] = succ
+        self._whole[s] = True
         return succ
 
-    def numpy_rows(self, states) -> np.ndarray:
-        """The numpy `table`, with the rows of `states` built and written into it.
-
-        Rows reach the table only when a vectorised walk asks for them: most states are only
-        ever stepped in Python, one byte at a time.
-        """
-        if len(states) == 1:
-            (s,) = states
-            row = self.build(s)
-            self.table[s] = row
-        else:
-            rows = [self.build(s) for s in states]
-            self.table[list(states)] = rows
-        return self.table
+    def gather(self, states: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """`table[states, classes]`, computing the cells not built yet (a state asked for
+        many of its bytes is built whole)."""
+        nxt = self.table[states, classes]
+        unbuilt = nxt == UNBUILT
+        if np.count_nonzero(unbuilt):
+            wanted: dict[int, set[int]] = {}
+            for s, c in zip(states[unbuilt].tolist(), classes[unbuilt].tolist()):
+                wanted.setdefault(s, set()).add(c)
+            for s, cells in wanted.items():
+                if len(cells) > _FEW_CELLS:
+                    self.build(s)
+                else:
+                    for c in cells:
+                        self.successor(s, c)
+            nxt = self.table[states, classes]
+        return nxt
 
     def step(self, s: int, byte: int) -> int:
-        row = self.rows[s]
-        if row is None:
-            row = self.build(s)
-        return row[self.class_list[byte]]
+        c = self.class_list[byte]
+        nxt = self.rows[s][c]
+        return self.successor(s, c) if nxt == UNBUILT else nxt
 
     def byte_row(self, s: int) -> np.ndarray:
         """The successor of `s` on each of the 256 bytes, as a numpy row."""
-        return self.numpy_rows((s,))[s][self.class_of]
+        self.build(s)
+        return self.table[s][self.class_of]
 
     def walk(self, s: int, data: bytes) -> int:
         cl = self.class_list
         rows = self.rows
         for byte in data:
-            row = rows[s]
-            if row is None:
-                row = self.build(s)
-            s = row[cl[byte]]
+            c = cl[byte]
+            nxt = rows[s][c]
+            s = self.successor(s, c) if nxt == UNBUILT else nxt
             if s < 0:
                 return DEAD
         return s
@@ -563,8 +582,20 @@ class Automaton:
         document may also end here)."""
         found = self._forced.get(s)
         if found is None:
-            self.build(s)  # records it
-            found = self._forced[s]
+            found = -1
+            if not self.accepting[s]:
+                configs = self.configs[s]
+                if len(configs) == 1:  # the common case: inside a literal
+                    ((q, _),) = configs
+                    classes = {(lo, hi) for lo, hi, _t in self._edge_classes(q)}
+                else:
+                    classes = {(lo, hi) for q, _ in configs for lo, hi, _t in self._edge_classes(q)}
+                if len(classes) == 1:
+                    ((lo, hi),) = classes
+                    byte = self.single_byte[lo]
+                    if hi - lo == 1 and byte >= 0 and self.step(s, byte) >= 0:
+                        found = byte
+            self._forced[s] = found
         return found
 
     def can_extend(self, s: int) -> bool:

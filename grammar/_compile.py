@@ -491,11 +491,11 @@ class CompiledGrammar:
         t = self.tables
         out_pos: list[np.ndarray] = []
         out_end: list[np.ndarray] = []
-        table = a.numpy_rows((state,))
         lens = t.lens
         matrix = t.matrix
         class_of = a.class_of
-        cur = table[state][class_of[matrix[start, idx]]]
+        cls = class_of[matrix[start, idx]]
+        cur = a.gather(np.broadcast_to(np.int32(state), cls.shape), cls)
         ok = cur >= 0
         idx, cur = idx[ok], cur[ok]
         p = start[ok] + 1 if ragged else start + 1
@@ -525,12 +525,7 @@ class CompiledGrammar:
                 at = a.exits[cur]
                 if np.count_nonzero(at):
                     track.exits.append((idx[at], p[at] if ragged else np.full(np.count_nonzero(at), p)))
-            cls = class_of[matrix[p, idx]]
-            nxt = table[cur, cls]
-            unbuilt = nxt == UNBUILT
-            if np.count_nonzero(unbuilt):
-                table = a.numpy_rows(set(cur[unbuilt].tolist()))
-                nxt = table[cur, cls]
+            nxt = a.gather(cur, class_of[matrix[p, idx]])
             ok = nxt >= 0
             idx = idx[ok]
             cur = nxt[ok]
@@ -557,10 +552,9 @@ class CompiledGrammar:
             data = sorted_bytes[i]
             n = len(data)
             while q < n:
-                row = rows[s]
-                if row is None:
-                    row = a.build(s)
-                s = row[cl[data[q]]]
+                c = cl[data[q]]
+                nxt = rows[s][c]
+                s = a.successor(s, c) if nxt == UNBUILT else nxt
                 if s < 0:
                     break
                 q += 1
