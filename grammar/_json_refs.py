@@ -116,7 +116,7 @@ class Document:
         self.root = self.enter(root, "", "", dialect)
         self.resources: dict[str, Place] = {}
         self.anchors: dict[tuple[str, str], Place] = {}
-        self._index(self.root, 0)
+        self._indexed = False  # resources and anchors are found on the first `$ref`
 
     @staticmethod
     def enter(schema: object, pointer: str, base: str, dialect: str) -> Place:
@@ -157,6 +157,9 @@ class Document:
         """The place a `$ref` at `place` leads to, or a CompileError saying why it can't."""
         if not isinstance(ref, str):
             raise CompileError("$ref must be a string", keyword="$ref", pointer=place.pointer)
+        if not self._indexed:
+            self._index(self.root, 0)
+            self._indexed = True
         if ref.startswith("#"):
             uri, fragment = urldefrag(place.base)[0], ref[1:]
         else:
