@@ -417,16 +417,16 @@ class Automaton:
         return sid
 
     def frame_split(self, s: int) -> tuple[int, int, int, int] | None:
-        """State `s` split at the innermost call frame its configurations inside calls share:
+        """State `s` split at the innermost call frame its deepest configurations share:
         `(local, resume, outside, depth)`, or None where there is no such frame.
 
-        `local` holds those configurations with that frame replaced by one that returns to
-        the exit state, their stack depths counted from the frame's `depth`, so it behaves as
-        they do until the frame ends (while the depth bound is not reached) and is the same
-        state wherever the rule is called from: the tokens that stay inside are found once for
-        all of them. `resume` is where the frame returns to, and `outside` the state of the
-        configurations outside every call (-1 if none), such as those that follow an integer
-        that may end here.
+        `local` holds the configurations inside that frame, with the frame replaced by one
+        that returns to the exit state and their stack depths counted from the frame's
+        `depth`, so it behaves as they do until the frame ends (while the depth bound is not
+        reached) and is the same state wherever the rule is called from: the tokens that stay
+        inside are found once for all of them. `resume` is where the frame returns to, and
+        `outside` the state of the other configurations (-1 if none), such as those that
+        follow an integer that may end here, or close the array a value may start.
         """
         if s in self._frames:
             return self._frames[s]
@@ -434,16 +434,12 @@ class Automaton:
         stacks = {stack for _, stack in configs if stack}
         found = None
         if stacks:
-            low = min(stack[2] for stack in stacks)
-            common = set()
-            for stack in stacks:
-                while stack[2] > low:
-                    stack = stack[1]
-                common.add(stack)
-            while len(common) > 1 and () not in common:
+            high = max(stack[2] for stack in stacks)
+            common = {stack for stack in stacks if stack[2] == high}
+            while len(common) > 1:
                 common = {stack[1] for stack in common}
-            if () not in common:
-                (frame,) = common
+            (frame,) = common
+            if frame:
                 base = frame[2]
                 bottom: dict[Stack, Stack] = {frame: (self.nfa.exit, (), 0)}
 
@@ -453,8 +449,15 @@ class Automaton:
                         moved = bottom[stack] = (stack[0], rebased(stack[1]), stack[2] - base)
                     return moved
 
-                inside = frozenset((q, rebased(stack)) for q, stack in configs if stack)
-                outside = frozenset((q, stack) for q, stack in configs if not stack)
+                def within(stack: Stack) -> bool:
+                    if not stack or stack[2] < base:
+                        return False
+                    while stack[2] > base:
+                        stack = stack[1]
+                    return stack == frame
+
+                inside = frozenset((q, rebased(stack)) for q, stack in configs if within(stack))
+                outside = configs - {(q, stack) for q, stack in configs if within(stack)}
                 found = (
                     self._intern((inside, False)),
                     self._intern(self._closure([(frame[0], frame[1])])),
