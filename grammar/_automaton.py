@@ -25,6 +25,7 @@ from ._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq, walk
 
 DEAD = -1
 UNBUILT = -2
+_UNKNOWN = -2
 
 MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
@@ -283,6 +284,8 @@ class Automaton:
         self._frames: dict[int, tuple[int, int, int, int] | None] = {}
         self._moves: dict[frozenset, int] = {}
         self._single_moves: dict[tuple[int, Stack], int] = {}
+        self._link_bytes = [_UNKNOWN] * len(nfa.eps)  # see `link_byte`
+        self.links: list[tuple[int, Stack] | None] = []  # a state's one configuration, where at a link
         self._locals: dict[int, tuple[tuple[int, ...], bool, bool]] = {}
         self.start = self._intern(self._closure([(nfa.root_start, ())]))
 
@@ -414,6 +417,12 @@ class Automaton:
             self.exits = np.concatenate([self.exits, np.zeros(rows - self.exits.size, dtype=bool)])
         if self._exit_config in kernel:
             self.exits[sid] = True
+        link = None
+        if len(kernel) == 1:
+            (link,) = kernel
+            if self.link_byte(link[0]) < 0:
+                link = None
+        self.links.append(link)
         return sid
 
     def frame_split(self, s: int) -> tuple[int, int, int, int] | None:
@@ -570,15 +579,61 @@ class Automaton:
         return self.table[s][self.class_of]
 
     def walk(self, s: int, data: bytes) -> int:
+        """The state after `data` from state `s` (DEAD if it leaves the grammar). A run of
+        bytes along a literal is read at once, without numbering the states inside it."""
         cl = self.class_list
         rows = self.rows
-        for byte in data:
-            c = cl[byte]
-            nxt = rows[s][c]
-            s = self.successor(s, c) if nxt == UNBUILT else nxt
+        links = self.links
+        link_bytes = self._link_bytes
+        edges = self.nfa.byte_edges
+        i = 0
+        n = len(data)
+        while i < n:
+            link = links[s]
+            if link is not None:
+                q, stack = link
+                j = i
+                while j < n:
+                    b = link_bytes[q]
+                    if b == _UNKNOWN:
+                        b = self.link_byte(q)
+                    if b != data[j]:
+                        break
+                    q = edges[q][0][2]
+                    j += 1
+                if j == i:
+                    return DEAD
+                s = self.state_at(q, stack)
+                i = j
+            else:
+                c = cl[data[i]]
+                nxt = rows[s][c]
+                s = self.successor(s, c) if nxt == UNBUILT else nxt
+                i += 1
             if s < 0:
                 return DEAD
         return s
+
+    def link_byte(self, q: int) -> int:
+        """The byte NFA state `q` reads where it is a *link* of a literal (one single-byte edge,
+        nothing else: a state holding only `q` has one successor, holding only its target),
+        else -1."""
+        b = self._link_bytes[q]
+        if b == _UNKNOWN:
+            nfa = self.nfa
+            edges = nfa.byte_edges[q]
+            link = (len(edges) == 1 and edges[0][0] == edges[0][1] and not nfa.eps[q] and not nfa.calls[q]
+                    and not nfa.rule_end[q] and q != nfa.root_end)
+            b = self._link_bytes[q] = edges[0][0] if link else -1
+        return b
+
+    def state_at(self, q: int, stack: Stack) -> int:
+        """The state of the closure of one configuration (numbered on first reach)."""
+        key = (q, stack)
+        nxt = self._single_moves.get(key)
+        if nxt is None:
+            nxt = self._single_moves[key] = self._intern(self._closure([key]))
+        return nxt
 
     def forced_byte(self, s: int) -> int:
         """The one byte that can follow in state `s`, or -1 (several can, none can, or the

@@ -174,7 +174,7 @@ class CompiledGrammar:
                 ids.extend(t.eos_ids.tolist())
             if len(ids) <= _SMALL:
                 return self._small_mask(ids, ends)
-            return self._state_mask([np.array(ids, np.int32)], False, [np.array(ends, np.int32)])
+            return self._state_mask([np.array(ids, np.int32)], False, None if ends is None else [np.array(ends, np.int32)])
         framed = a.frame_split(state) if self._framed else None
         if framed is not None and framed[1] >= 0 and not self._doomed(framed[1]):
             local, resume, outside, depth = framed
@@ -345,52 +345,72 @@ class CompiledGrammar:
         succ = None if ends is None else np.array(sorted(set(ends)), np.int32)
         return StateMask(len(allowed), shared[0], False, shared[1], shared[2], succ, shared[3], shared[4])
 
-    def _forced_tokens(self, state: int) -> tuple[list[int], list[int]]:
+    def _forced_tokens(self, state: int) -> tuple[list[int], list[int] | None]:
         """Tokens allowed in a state that forces its next bytes: those that spell a prefix of
         the forced run (found by bisection in the sorted tokens) and those that spell all of it
         and go on (a contiguous range of the sorted tokens, walked from the run's end).
 
-        The run is followed only as far as some token still spells it. Returns the token ids
-        and the state each leads to.
+        The run is followed only as far as some token still spells it, and along a literal
+        without numbering the states inside it. Returns the token ids and the state each
+        leads to, or None for the states where some token ends inside a literal.
         """
         a = self.automaton
         t = self.tables
+        edges = a.nfa.byte_edges
         sorted_bytes = t.sorted_bytes
         n = len(sorted_bytes)
         positions: list[int] = []
-        ends: list[int] = []
+        ends: list[int | None] = []
         first = b = a.forced_byte(state)
         run = bytearray()
-        s = state
+        s = state  # the last numbered state on the run
+        link = None  # (NFA state, stack) while reading on along a literal from `s`
         lo = 0
         while b >= 0 and len(run) < MATRIX_WIDTH:
             run.append(b)
-            s = a.step(s, b)
+            if link is None and a.links[s] is not None and a.depths[s] < MAX_STACK_DEPTH:
+                link = a.links[s]  # not doomed below the depth bound, so states can wait
+            if link is None:
+                s = end = a.step(s, b)
+            else:
+                q, stack = link
+                q = edges[q][0][2]
+                if a.link_byte(q) >= 0:
+                    link, end = (q, stack), None
+                else:  # the literal ends here: number this state, it may be dead
+                    link = None
+                    s = end = a.state_at(q, stack)
+                    if s < 0:
+                        break
             prefix = bytes(run)
             lo = bisect.bisect_left(sorted_bytes, prefix, lo)
             if lo == n or not sorted_bytes[lo].startswith(prefix):
                 break  # no token spells this much of the run, so none spells more
             hi = bisect.bisect_right(sorted_bytes, prefix, lo)
             positions.extend(range(lo, hi))
-            ends.extend([s] * (hi - lo))
-            b = a.forced_byte(s)
+            ends.extend([end] * (hi - lo))
+            b = a.link_byte(link[0]) if link is not None else a.forced_byte(s)
         else:  # the run ended: the tokens that spell all of it and go on
             prefix = bytes(run)
             lo = bisect.bisect_right(sorted_bytes, prefix, lo)
             hi = bisect.bisect_right(sorted_bytes, prefix + b"\xff" * MATRIX_WIDTH, lo)
             if hi > lo:
+                if link is not None:
+                    s = a.state_at(*link)
                 more, more_ends = self._walk(s, np.arange(lo, hi, dtype=np.int64), start=len(run))
                 positions.extend(more.tolist())
                 ends.extend(more_ends.tolist())
         if a.nfa.recursive:
-            kept, kept_ends = self._without_doomed(np.array(positions, np.int64), np.array(ends, np.int32))
-            positions, ends = kept.tolist(), kept_ends.tolist()
+            doomed = {v for v in set(ends) if v is not None and self._doomed(v)}
+            if doomed:
+                kept = [(p, v) for p, v in zip(positions, ends) if v not in doomed]
+                positions, ends = [p for p, _ in kept], [v for _, v in kept]
         ids = t.order[positions].tolist() if positions else []
         long_ids, long_ends = self._walk_long(state, t.long_starting(first))
         if long_ids.size:
             ids.extend(long_ids.tolist())
             ends.extend(long_ends.tolist())
-        return ids, ends
+        return ids, (None if None in ends else ends)
 
     def _walk_long(self, state: int, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The tokens among `ids` (longer than the token matrix) allowed in `state`, and where
