@@ -314,6 +314,7 @@ class _Compiler:
         self._any_value: Node | None = None
         self._to_encode: list[str] = []
         self._shared: dict[Node, Node] = {}
+        self._numbers: dict[tuple, Node] = {}  # see `lower_number`
 
     # --- bookkeeping -------------------------------------------------------------------------
 
@@ -1153,6 +1154,14 @@ class _Compiler:
             modulus = modulus * m // math.gcd(modulus, m)
         # Excluded values cut the range into pieces with exclusive ends.
         cuts = sorted({Fraction(v) for v in f.not_values if _kind_of(v) in ("int", "frac")})
+        # Every integer property with the same bounds has the same texts: built once.
+        key = (repr(f.lo), repr(f.hi), modulus, tuple(cuts), "int" in f.kinds, "frac" in f.kinds and not f.multiples)
+        found = self._numbers.get(key)
+        if found is None:
+            found = self._numbers[key] = self._number_pieces(f, modulus, cuts)
+        return found
+
+    def _number_pieces(self, f: Facets, modulus: int, cuts: list[Fraction]) -> Node:
         points: list[Bound | None] = [None]
         points += [Bound(c, True, int(c) if c.denominator == 1 else float(c)) for c in cuts]
         points.append(None)
