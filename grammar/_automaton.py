@@ -556,9 +556,11 @@ class Automaton:
         nxt = self.table[states, classes]
         unbuilt = nxt == UNBUILT
         if np.count_nonzero(unbuilt):
-            wanted: dict[int, set[int]] = {}
-            for s, c in zip(states[unbuilt].tolist(), classes[unbuilt].tolist()):
-                wanted.setdefault(s, set()).add(c)
+            wanted: dict[int, list[int]] = {}
+            width = self.n_classes
+            for key in np.unique(states[unbuilt].astype(np.int64) * width + classes[unbuilt]).tolist():
+                s, c = divmod(key, width)
+                wanted.setdefault(s, []).append(c)
             for s, cells in wanted.items():
                 if len(cells) > _FEW_CELLS:
                     self.build(s)
