@@ -302,7 +302,9 @@ class Automaton:
             self.class_of[lo:hi] = c
         self.class_list = self.class_of.tolist()
         self._reps: dict[tuple[int, int], list[int]] = {}
-        self._edges: dict[int, list[tuple[int, int, int]]] = {}
+        cl = self.class_list
+        # Each NFA state's byte edges as (first class, end class, target) intervals.
+        self.edge_classes = [[(cl[lo], cl[hi] + 1, t) for lo, hi, t in edges] for edges in nfa.byte_edges]
         self.n_classes = len(bounds) - 1
         # The byte of each class that holds exactly one, else -1: a state whose one live class
         # is such a class forces that byte.
@@ -476,15 +478,6 @@ class Automaton:
         self._frames[s] = found
         return found
 
-    def _edge_classes(self, q: int) -> list[tuple[int, int, int]]:
-        """NFA state `q`'s byte edges as (first class, end class, target) intervals."""
-        found = self._edges.get(q)
-        if found is None:
-            cl = self.class_list
-            found = [(cl[lo], cl[hi] + 1, t) for lo, hi, t in self.nfa.byte_edges[q]]
-            self._edges[q] = found
-        return found
-
     def _successor(self, moved: list[tuple[int, Stack]]) -> int:
         key = frozenset(moved)
         nxt = self._moves.get(key)
@@ -499,7 +492,7 @@ class Automaton:
         if len(configs) == 1:
             ((q, stack),) = configs
             nxt = DEAD
-            for lo, hi, t in self._edge_classes(q):
+            for lo, hi, t in self.edge_classes[q]:
                 if lo <= c < hi:
                     key = (t, stack)
                     nxt = self._single_moves.get(key)
@@ -507,7 +500,7 @@ class Automaton:
                         nxt = self._single_moves[key] = self._intern(self._closure([key]))
                     break
         else:
-            moves = [(t, stack) for q, stack in configs for lo, hi, t in self._edge_classes(q) if lo <= c < hi]
+            moves = [(t, stack) for q, stack in configs for lo, hi, t in self.edge_classes[q] if lo <= c < hi]
             nxt = self._successor(moves) if moves else DEAD
         self.rows[s][c] = nxt
         self.table[s, c] = nxt
@@ -523,7 +516,7 @@ class Automaton:
             # The common case: one configuration, whose edges never overlap.
             ((q, stack),) = configs
             moves = self._single_moves
-            for lo, hi, t in self._edge_classes(q):
+            for lo, hi, t in self.edge_classes[q]:
                 key = (t, stack)
                 nxt = moves.get(key)
                 if nxt is None:
@@ -534,7 +527,7 @@ class Automaton:
             starts: dict[int, list[tuple[int, Stack]]] = {}
             stops: dict[int, list[tuple[int, Stack]]] = {}
             for q, stack in configs:
-                for lo, hi, t in self._edge_classes(q):
+                for lo, hi, t in self.edge_classes[q]:
                     starts.setdefault(lo, []).append((t, stack))
                     stops.setdefault(hi, []).append((t, stack))
             active: list[tuple[int, Stack]] = []
@@ -647,9 +640,9 @@ class Automaton:
                 configs = self.configs[s]
                 if len(configs) == 1:  # the common case: inside a literal
                     ((q, _),) = configs
-                    classes = {(lo, hi) for lo, hi, _t in self._edge_classes(q)}
+                    classes = {(lo, hi) for lo, hi, _t in self.edge_classes[q]}
                 else:
-                    classes = {(lo, hi) for q, _ in configs for lo, hi, _t in self._edge_classes(q)}
+                    classes = {(lo, hi) for q, _ in configs for lo, hi, _t in self.edge_classes[q]}
                 if len(classes) == 1:
                     ((lo, hi),) = classes
                     byte = self.single_byte[lo]
