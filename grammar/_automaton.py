@@ -278,8 +278,9 @@ class Automaton:
         self.depths: list[int] = []  # deepest return stack among a state's configurations
         self.rows: list[list[int]] = []  # successor by byte class, UNBUILT until computed
         self._whole: list[bool] = []  # whether every cell of a state's row is computed
-        self.table = np.full((64, self.n_classes), UNBUILT, dtype=np.int16)
-        self.exits = np.zeros(64, dtype=bool)  # states where the frame they were seen from may end
+        self._capacity = 64  # rows of `table` and `exits`
+        self.table = np.full((self._capacity, self.n_classes), UNBUILT, dtype=np.int16)
+        self.exits = np.zeros(self._capacity, dtype=bool)  # states where the frame they were seen from may end
         self._exit_config = (nfa.exit, ())
         self._frames: dict[int, tuple[int, int, int, int] | None] = {}
         self._moves: dict[frozenset, int] = {}
@@ -351,7 +352,8 @@ class Automaton:
     def _closure(self, seeds: list[tuple[int, Stack]]) -> tuple[frozenset, bool]:
         if len(seeds) == 1:
             q, stack = seeds[0]
-            states, ends_root, pure = self._local_closure(q)
+            local = self._locals.get(q)
+            states, ends_root, pure = local if local is not None else self._local_closure(q)
             if pure:
                 return frozenset([(u, stack) for u in states]), ends_root and not stack
         nfa = self.nfa
@@ -409,8 +411,8 @@ class Automaton:
         self.rows.append([UNBUILT] * self.n_classes)
         self._whole.append(False)
         self.index[key] = sid  # type: ignore[index]
-        if sid >= self.table.shape[0]:
-            rows = self.table.shape[0] * 2
+        if sid >= self._capacity:
+            rows = self._capacity = self._capacity * 2
             # 16-bit state numbers while they fit: half the memory for most grammars.
             dtype = np.int16 if rows <= np.iinfo(np.int16).max else np.int32
             grown = np.full((rows, self.n_classes), UNBUILT, dtype=dtype)
@@ -422,7 +424,8 @@ class Automaton:
         link = None
         if len(kernel) == 1:
             (link,) = kernel
-            if self.link_byte(link[0]) < 0:
+            b = self._link_bytes[link[0]]
+            if (b if b != _UNKNOWN else self.link_byte(link[0])) < 0:
                 link = None
         self.links.append(link)
         return sid
