@@ -287,6 +287,7 @@ class Automaton:
         self._single_moves: dict[tuple[int, Stack], int] = {}
         self._link_bytes = [_UNKNOWN] * len(nfa.eps)  # see `link_byte`
         self.links: list[tuple[int, Stack] | None] = []  # a state's one configuration, where at a link
+        self._jumps: dict[tuple[int, bytes], int] = {}  # (link state, bytes) -> where `walk` leads
         self._locals: dict[int, tuple[tuple[int, ...], bool, bool]] = {}
         self.start = self._intern(self._closure([(nfa.root_start, ())]))
 
@@ -579,6 +580,15 @@ class Automaton:
     def walk(self, s: int, data: bytes) -> int:
         """The state after `data` from state `s` (DEAD if it leaves the grammar). A run of
         bytes along a literal is read at once, without numbering the states inside it."""
+        if self.links[s] is not None:
+            # Walks from inside a literal are remembered: they number no state to find again.
+            found = self._jumps.get((s, data))
+            if found is None:
+                found = self._jumps[(s, data)] = self._walk(s, data)
+            return found
+        return self._walk(s, data)
+
+    def _walk(self, s: int, data: bytes) -> int:
         cl = self.class_list
         rows = self.rows
         links = self.links
