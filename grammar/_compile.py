@@ -152,7 +152,11 @@ class CompiledGrammar:
         found = self.mask(state)
         if found.successors is None:
             with self._lock:
-                found.successors = _distinct(self.token_ends(state)[1])
+                if self.automaton.forced_byte(state) >= 0:
+                    ends = np.asarray(self._forced_tokens(state, number_ends=True)[1], np.int32)
+                else:
+                    ends = self.token_ends(state)[1]
+                found.successors = _distinct(ends)
         return found.successors
 
     def walk_token(self, state: int, token_id: int) -> int:
@@ -345,14 +349,15 @@ class CompiledGrammar:
         succ = None if ends is None else np.array(sorted(set(ends)), np.int32)
         return StateMask(len(allowed), shared[0], False, shared[1], shared[2], succ, shared[3], shared[4])
 
-    def _forced_tokens(self, state: int) -> tuple[list[int], list[int] | None]:
+    def _forced_tokens(self, state: int, number_ends: bool = False) -> tuple[list[int], list[int] | None]:
         """Tokens allowed in a state that forces its next bytes: those that spell a prefix of
         the forced run (found by bisection in the sorted tokens) and those that spell all of it
         and go on (a contiguous range of the sorted tokens, walked from the run's end).
 
         The run is followed only as far as some token still spells it, and along a literal
-        without numbering the states inside it. Returns the token ids and the state each
-        leads to, or None for the states where some token ends inside a literal.
+        without numbering the states inside it unless `number_ends`. Returns the token ids
+        and the state each leads to, or None for the states where some token ends inside a
+        literal.
         """
         a = self.automaton
         t = self.tables
@@ -368,7 +373,7 @@ class CompiledGrammar:
         lo = 0
         while b >= 0 and len(run) < MATRIX_WIDTH:
             run.append(b)
-            if link is None and a.links[s] is not None and a.depths[s] < MAX_STACK_DEPTH:
+            if link is None and not number_ends and a.links[s] is not None and a.depths[s] < MAX_STACK_DEPTH:
                 link = a.links[s]  # not doomed below the depth bound, so states can wait
             if link is None:
                 s = end = a.step(s, b)
