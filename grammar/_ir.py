@@ -234,6 +234,7 @@ class Rules:
 
     rules: dict[str, Node]
     root: str = "root"
+    _graph: dict[str, list[str]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def references(self, node: Node) -> set[str]:
         """Names referenced directly by `node`."""
@@ -254,7 +255,10 @@ class Rules:
         return list(self.graph())
 
     def graph(self) -> dict[str, list[str]]:
-        """Each rule reachable from the root (root first) with the names it refers to."""
+        """Each rule reachable from the root (root first) with the names it refers to (found
+        once: a rule set is not changed once made)."""
+        if self._graph is not None:
+            return self._graph
         out: dict[str, list[str]] = {}
         order = [self.root]
         seen = {self.root}
@@ -266,6 +270,7 @@ class Rules:
                     seen.add(name)
                     order.append(name)
             i += 1
+        self._graph = out
         return out
 
 
