@@ -406,7 +406,8 @@ class Automaton:
         if sid >= MAX_DFA_STATES:
             raise LimitError(f"more than {MAX_DFA_STATES} grammar states visited", keyword="size")
         self.configs.append(kernel)
-        # Without recursion every stack is empty; otherwise the deepest one counts.
+        # The deepest stack counts; without recursion only leaf calls push, which the depth
+        # bound does not apply to.
         self.depths.append(max([st[2] for _, st in kernel if st], default=0) if self.nfa.recursive else 0)
         self.accepting.append(accept)
         self.rows.append([UNBUILT] * self.n_classes)
@@ -498,10 +499,7 @@ class Automaton:
             nxt = DEAD
             for lo, hi, t in self.edge_classes[q]:
                 if lo <= c < hi:
-                    key = (t, stack)
-                    nxt = self._single_moves.get(key)
-                    if nxt is None:
-                        nxt = self._single_moves[key] = self._intern(self._closure([key]))
+                    nxt = self.state_at(t, stack)
                     break
         else:
             moves = [(t, stack) for q, stack in configs for lo, hi, t in self.edge_classes[q] if lo <= c < hi]
@@ -519,13 +517,8 @@ class Automaton:
         if len(configs) == 1:
             # The common case: one configuration, whose edges never overlap.
             ((q, stack),) = configs
-            moves = self._single_moves
             for lo, hi, t in self.edge_classes[q]:
-                key = (t, stack)
-                nxt = moves.get(key)
-                if nxt is None:
-                    nxt = moves[key] = self._intern(self._closure([key]))
-                succ[lo:hi] = [nxt] * (hi - lo)
+                succ[lo:hi] = [self.state_at(t, stack)] * (hi - lo)
         else:
             # Sweep the class boundaries: between two of them, the same edges apply.
             starts: dict[int, list[tuple[int, Stack]]] = {}
