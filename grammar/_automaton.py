@@ -288,6 +288,7 @@ class Automaton:
         self._link_bytes = [_UNKNOWN] * len(nfa.eps)  # see `link_byte`
         self.links: list[tuple[int, Stack] | None] = []  # a state's one configuration, where at a link
         self._jumps: dict[tuple[int, bytes], int] = {}  # (link state, bytes) -> where `walk` leads
+        self._spans: dict[int, list[tuple[int, int]]] = {}  # see `byte_spans`
         self._locals: dict[int, tuple[tuple[int, ...], bool, bool]] = {}
         self.start = self._intern(self._closure([(nfa.root_start, ())]))
 
@@ -308,6 +309,7 @@ class Automaton:
         # Each NFA state's byte edges as (first class, end class, target) intervals.
         self.edge_classes = [[(cl[lo], cl[hi] + 1, t) for lo, hi, t in edges] for edges in nfa.byte_edges]
         self.n_classes = len(bounds) - 1
+        self.class_bounds = bounds  # class c holds the bytes class_bounds[c] .. class_bounds[c + 1] - 1
         # The byte of each class that holds exactly one, else -1: a state whose one live class
         # is such a class forces that byte.
         self.single_byte = [lo if hi - lo == 1 else -1 for lo, hi in zip(bounds, bounds[1:])]
@@ -614,6 +616,22 @@ class Automaton:
             if s < 0:
                 return DEAD
         return s
+
+    def byte_spans(self, s: int) -> list[tuple[int, int]]:
+        """The bytes some configuration of state `s` has an edge on, as sorted, disjoint
+        half-open ranges (a successor may still be dead, where the depth bound cuts a call)."""
+        found = self._spans.get(s)
+        if found is None:
+            bounds = self.class_bounds
+            found = []
+            for lo, hi in sorted({(lo, hi) for q, _ in self.configs[s] for lo, hi, _t in self.edge_classes[q]}):
+                b0, b1 = bounds[lo], bounds[hi]
+                if found and b0 <= found[-1][1]:
+                    found[-1] = (found[-1][0], max(found[-1][1], b1))
+                else:
+                    found.append((b0, b1))
+            self._spans[s] = found
+        return found
 
     def link_byte(self, q: int) -> int:
         """The byte NFA state `q` reads where it is a *link* of a literal (one single-byte edge,

@@ -20,12 +20,13 @@ from ._grammar import Grammar
 from ._tokens import MATRIX_WIDTH, LoopClass, TokenTables, token_tables
 
 _NO_WORDS = np.zeros(0, np.int32)
+_NO_IDS = np.zeros(0, np.int64)
 _FEW_WORDS = 8  # bitmask words a mask writes one by one rather than by fancy indexing
 _SMALL = 64  # allowed ids up to which a mask is assembled without numpy
 _FEW_WALKS = 24  # tokens up to which stepping each in Python beats a vectorised walk
-_PRUNE_FROM = 256  # candidates by first byte past which the second byte prunes them too
-_PRUNE_STATES = 32  # ... if the first bytes lead to at most this many states
 _FEW = 8  # tokens still walking below which `_walk` finishes them one by one
+_WIDE_RUN = 64  # tokens sharing a prefix past which a search over prefixes hands them to `_walk` ...
+_WIDE_BYTES = 32  # ... if the state after the prefix allows at least this many next bytes
 
 _UTF8_SHAPES = (
     ((0xC2, 0xDF), (0x80, 0xBF)),
@@ -204,7 +205,7 @@ class CompiledGrammar:
         row_np = self.automaton.byte_row(state)
         loop = self._loop_class(state, row_np)
         if loop is None:
-            positions, ends = self._walk(state, self._first_byte_positions(row_np), track=track)
+            positions, ends = self._prefix_walk(state, track)
             long_ids = t.long_ids[row_np[t.long_first] >= 0]
         else:
             # Tokens made only of looping bytes stay here; walk just the others, each from its
@@ -460,43 +461,63 @@ class CompiledGrammar:
         ascii_loop = np.array([bits & (2**64 - 1), bits >> 64], dtype=np.uint64)
         return self.tables.loop_class(ascii_loop, self._loops_on_utf8(state))
 
-    def _first_byte_positions(self, row_np: np.ndarray) -> np.ndarray:
-        """Sorted-order positions of the tokens whose first byte `row_np` allows (and, where
-        that is many tokens, whose second byte the state after the first allows)."""
-        t = self.tables
-        firsts = np.flatnonzero(row_np >= 0)
-        starts = t.bucket[firsts]
-        ends = t.bucket[firsts + 1]
-        if int((ends - starts).sum()) > _PRUNE_FROM:
-            starts, ends = self._second_byte_ranges(firsts, row_np[firsts], starts, ends)
-        return _ranges(starts, ends)
-
-    def _second_byte_ranges(self, firsts: np.ndarray, nexts: np.ndarray, starts: np.ndarray,
-                            ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The sorted-order ranges `starts`..`ends` (one per allowed first byte) narrowed, for
-        each state the first bytes lead to, to the tokens whose second byte it allows.
-
-        Left whole: the ranges behind a state where a frame may end (the second byte is then
-        read where the frame returns to, not there) and those too small to repay the search.
-        """
-        distinct = set(nexts.tolist())
-        if len(distinct) > _PRUNE_STATES:
-            return starts, ends
-        bucket2 = self.tables.bucket2
-        exits = self.automaton.exits
-        out_starts, out_ends = [], []
-        for s in distinct:
-            here = nexts == s
-            if exits[s] or int((ends[here] - starts[here]).sum()) <= _PRUNE_FROM // 4:
-                out_starts.append(starts[here])
-                out_ends.append(ends[here])
+    def _prefix_walk(self, state: int, track: _Track | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """`_walk` of every short token from `state`, as a search over the sorted tokens'
+        prefixes: a state that allows few bytes is left only by the tokens that spell one of
+        them next, a contiguous run of the sorted tokens found by bisection, so a small
+        language costs in proportion to the prefixes it shares with the vocabulary. A state
+        that allows many bytes hands its run of tokens to the vectorised walk."""
+        a = self.automaton
+        sorted_bytes = self.tables.sorted_bytes
+        exits = a.exits
+        positions: list[int] = []
+        ends: list[int] = []
+        passed: list[int] = []
+        out_pos: list[np.ndarray] = []
+        out_end: list[np.ndarray] = []
+        todo = [(state, b"", 0, len(sorted_bytes))]
+        while todo:
+            s, prefix, lo, hi = todo.pop()
+            k = len(prefix)
+            if k:
+                first = lo
+                while lo < hi and len(sorted_bytes[lo]) == k:  # the tokens that end here
+                    lo += 1
+                if lo > first:
+                    positions.extend(range(first, lo))
+                    ends.extend([s] * (lo - first))
+                if track is not None:
+                    passed.append(s)
+                    if lo < hi and exits[s]:
+                        track.exits.append((np.arange(lo, hi, dtype=np.int64), np.full(hi - lo, k, np.int64)))
+                if lo == hi or k == MATRIX_WIDTH:
+                    continue
+            spans = a.byte_spans(s)
+            runs = []  # per span of next bytes, the run of tokens that spell one of them next
+            for b0, b1 in spans:
+                r = bisect.bisect_left(sorted_bytes, prefix + bytes((b0,)), lo, hi)
+                stop = hi if b1 == 256 else bisect.bisect_left(sorted_bytes, prefix + bytes((b1,)), r, hi)
+                if r < stop:
+                    runs.append((r, stop))
+            if hi - lo > _WIDE_RUN and sum(b1 - b0 for b0, b1 in spans) >= _WIDE_BYTES:
+                idx = np.concatenate([np.arange(r, stop, dtype=np.int64) for r, stop in runs]) if runs else _NO_IDS
+                more, more_ends = self._walk(s, idx, start=k, track=track)
+                out_pos.append(more)
+                out_end.append(more_ends)
                 continue
-            row = self.automaton.byte_row(s)
-            firsts_here = firsts[here] * 257
-            keys = np.concatenate([firsts_here, (firsts_here[:, None] + np.flatnonzero(row >= 0) + 1).ravel()])
-            out_starts.append(bucket2[keys])
-            out_ends.append(bucket2[keys + 1])
-        return np.concatenate(out_starts), np.concatenate(out_ends)
+            for r, stop in runs:
+                while r < stop:  # one run of tokens per next byte they spell
+                    b = sorted_bytes[r][k]
+                    run_end = stop if b == 255 else bisect.bisect_left(sorted_bytes, prefix + bytes((b + 1,)), r, stop)
+                    nxt = a.step(s, b)
+                    if nxt >= 0:
+                        todo.append((nxt, prefix + bytes((b,)), r, run_end))
+                    r = run_end
+        if track is not None and passed:
+            track.passed.append(np.array(passed, np.int32))
+        out_pos.append(np.array(positions, np.int64))
+        out_end.append(np.array(ends, np.int32))
+        return np.concatenate(out_pos), np.concatenate(out_end).astype(np.int32)
 
     def _walk(self, state: int, idx: np.ndarray, start: int | np.ndarray = 0,
               track: _Track | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -629,9 +650,7 @@ class CompiledGrammar:
         """Every token allowed in `state` (EOS excluded) and the state each leads to."""
         t = self.tables
         with self._lock:
-            positions, ends = self._without_doomed(
-                *self._walk(state, self._first_byte_positions(self.automaton.byte_row(state)))
-            )
+            positions, ends = self._without_doomed(*self._prefix_walk(state))
             long_ids, long_ends = self._walk_long(state, t.long_ids)
         ids = np.concatenate([t.order[positions], long_ids])
         return ids.astype(np.int32), np.concatenate([ends, long_ends])
@@ -675,14 +694,6 @@ def _size_of(pairs: tuple[tuple[int, int], ...] | None) -> int:
     if pairs is None:
         return 0
     return sys.getsizeof(pairs) + sum(sys.getsizeof(p) + sys.getsizeof(p[0]) + sys.getsizeof(p[1]) for p in pairs)
-
-
-def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The integers of the half-open ranges [starts[i], ends[i]), range by range."""
-    sizes = ends - starts
-    total = int(sizes.sum())
-    offsets = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
-    return np.arange(total, dtype=np.int64) + offsets
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:

@@ -1,9 +1,9 @@
 """Per-vocabulary token tables, prepared once and shared by every grammar compiled for it.
 
-Like XGrammar's TokenizerInfo: the ordinary (non-special) tokens sorted by their bytes, a
-position-major byte matrix for vectorised walks, first-byte buckets so a walk starts only from
-tokens whose first byte a state can take, and per-token byte-set summaries that let a state
-answer "every token made only of bytes that loop back here" with one vectorised test.
+Like XGrammar's TokenizerInfo: the ordinary (non-special) tokens sorted by their bytes (so the
+tokens that share a prefix are one contiguous run, found by bisection), a position-major byte
+matrix for vectorised walks, and per-token byte-set summaries that let a state answer "every
+token made only of bytes that loop back here" with one vectorised test.
 """
 
 from __future__ import annotations
@@ -71,15 +71,6 @@ class TokenTables:
             np.frombuffer(flat, dtype=np.uint8).reshape(n, width).T
         ) if n else np.zeros((1, 0), np.uint8)
         first = self.matrix[0] if n else np.zeros(0, np.uint8)
-        self.bucket = np.searchsorted(first, np.arange(257), side="left").astype(np.int64)
-        # Two-byte buckets: tokens with first byte a start at bucket2[257 a] (the one-byte token
-        # a, if any), those continuing with byte b at bucket2[257 a + b + 1].
-        second = (
-            np.where(self.lens >= 2, self.matrix[1].astype(np.int64) + 1, 0)
-            if self.matrix.shape[0] >= 2 else np.zeros(n, np.int64)
-        )
-        keys = first.astype(np.int64) * 257 + second
-        self.bucket2 = np.searchsorted(keys, np.arange(256 * 257 + 1), side="left").astype(np.int64)
         # Bytes some token spells alone: a completion made of them can always be written.
         self.single_bytes = np.zeros(256, dtype=bool)
         self.single_bytes[first[self.lens == 1]] = True
