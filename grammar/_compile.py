@@ -469,7 +469,6 @@ class CompiledGrammar:
         that allows many bytes hands its run of tokens to the vectorised walk."""
         a = self.automaton
         sorted_bytes = self.tables.sorted_bytes
-        exits = a.exits
         positions: list[int] = []
         ends: list[int] = []
         passed: list[int] = []
@@ -488,7 +487,7 @@ class CompiledGrammar:
                     ends.extend([s] * (lo - first))
                 if track is not None:
                     passed.append(s)
-                    if lo < hi and exits[s]:
+                    if lo < hi and a.exits[s]:  # read afresh: numbering states regrows it
                         track.exits.append((np.arange(lo, hi, dtype=np.int64), np.full(hi - lo, k, np.int64)))
                 if lo == hi or k == MATRIX_WIDTH:
                     continue
@@ -588,7 +587,6 @@ class CompiledGrammar:
         rows = a.rows
         cl = a.class_list
         sorted_bytes = self.tables.sorted_bytes
-        exits = a.exits
         kept: list[int] = []
         ends: list[int] = []
         passed: list[int] = []
@@ -606,7 +604,7 @@ class CompiledGrammar:
                 q += 1
                 if track is not None:
                     passed.append(s)
-                    if q < n and exits[s]:
+                    if q < n and a.exits[s]:  # read afresh: numbering states regrows it
                         crossing.append(i)
                         offsets.append(q)
             else:
