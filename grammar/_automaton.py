@@ -660,13 +660,12 @@ class Automaton:
         found = self._forced.get(s)
         if found is None:
             found = -1
-            if not self.accepting[s]:
-                configs = self.configs[s]
-                if len(configs) == 1:  # the common case: inside a literal
-                    ((q, _),) = configs
-                    classes = {(lo, hi) for lo, hi, _t in self.edge_classes[q]}
-                else:
-                    classes = {(lo, hi) for q, _ in configs for lo, hi, _t in self.edge_classes[q]}
+            link = self.links[s]
+            if link is not None and self.link_byte(self.nfa.byte_edges[link[0]][0][2]) >= 0:
+                # Inside a literal, with more of it to come: that byte, its state not numbered.
+                found = self.link_byte(link[0])
+            elif not self.accepting[s]:
+                classes = {(lo, hi) for q, _ in self.configs[s] for lo, hi, _t in self.edge_classes[q]}
                 if len(classes) == 1:
                     ((lo, hi),) = classes
                     byte = self.single_byte[lo]
