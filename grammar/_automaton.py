@@ -355,8 +355,7 @@ class Automaton:
     def _closure(self, seeds: list[tuple[int, Stack]]) -> tuple[frozenset, bool]:
         if len(seeds) == 1:
             q, stack = seeds[0]
-            local = self._locals.get(q)
-            states, ends_root, pure = local if local is not None else self._local_closure(q)
+            states, ends_root, pure = self._local_closure(q)
             if pure:
                 return frozenset([(u, stack) for u in states]), ends_root and not stack
         nfa = self.nfa
@@ -428,8 +427,7 @@ class Automaton:
         link = None
         if len(kernel) == 1:
             (link,) = kernel
-            b = self._link_bytes[link[0]]
-            if (b if b != _UNKNOWN else self.link_byte(link[0])) < 0:
+            if self.link_byte(link[0]) < 0:
                 link = None
         self.links.append(link)
         return sid
@@ -474,8 +472,9 @@ class Automaton:
                         stack = stack[1]
                     return stack == frame
 
-                inside = frozenset((q, rebased(stack)) for q, stack in configs if within(stack))
-                outside = configs - {(q, stack) for q, stack in configs if within(stack)}
+                kept = [(q, stack) for q, stack in configs if within(stack)]
+                inside = frozenset((q, rebased(stack)) for q, stack in kept)
+                outside = configs.difference(kept)
                 found = (
                     self._intern((inside, False)),
                     self._intern(self._closure([(frame[0], frame[1])])),
@@ -587,7 +586,6 @@ class Automaton:
         cl = self.class_list
         rows = self.rows
         links = self.links
-        link_bytes = self._link_bytes
         edges = self.nfa.byte_edges
         i = 0
         n = len(data)
@@ -596,12 +594,7 @@ class Automaton:
             if link is not None:
                 q, stack = link
                 j = i
-                while j < n:
-                    b = link_bytes[q]
-                    if b == _UNKNOWN:
-                        b = self.link_byte(q)
-                    if b != data[j]:
-                        break
+                while j < n and self.link_byte(q) == data[j]:
                     q = edges[q][0][2]
                     j += 1
                 if j == i:

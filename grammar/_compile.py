@@ -406,11 +406,10 @@ class CompiledGrammar:
                 more, more_ends = self._walk(s, np.arange(lo, hi, dtype=np.int64), start=len(run))
                 positions.extend(more.tolist())
                 ends.extend(more_ends.tolist())
-        if a.nfa.recursive:
-            doomed = {v for v in set(ends) if v is not None and self._doomed(v)}
-            if doomed:
-                kept = [(p, v) for p, v in zip(positions, ends) if v not in doomed]
-                positions, ends = [p for p, _ in kept], [v for _, v in kept]
+        doomed = self._doomed_ends(ends)
+        if doomed:
+            kept = [(p, v) for p, v in zip(positions, ends) if v not in doomed]
+            positions, ends = [p for p, _ in kept], [v for _, v in kept]
         ids = t.order[positions].tolist() if positions else []
         long_ids, long_ends = self._walk_long(state, t.long_starting(first))
         if long_ids.size:
@@ -441,14 +440,21 @@ class CompiledGrammar:
             found = self._doom[state] = self.automaton.stuck_at_depth_limit(state)
         return found
 
-    def _without_doomed(self, positions: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _doomed_ends(self, ends) -> set[int]:
+        """The doomed states among `ends` (None, a state not numbered, is never one: it lies
+        below the depth bound)."""
         if not self.automaton.nfa.recursive:
-            return positions, ends
+            return set()
         depths = self.automaton.depths
-        doomed = [v for v in set(ends.tolist()) if depths[v] >= MAX_STACK_DEPTH and self._doomed(v)]
+        return {v for v in set(ends) if v is not None and depths[v] >= MAX_STACK_DEPTH and self._doomed(v)}
+
+    def _without_doomed(self, positions: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not self.automaton.nfa.recursive:  # nothing is doomed: spare the list
+            return positions, ends
+        doomed = self._doomed_ends(ends.tolist())
         if not doomed:
             return positions, ends
-        keep = ~np.isin(ends, doomed)
+        keep = ~np.isin(ends, list(doomed))
         return positions[keep], ends[keep]
 
     def _loop_class(self, state: int, row_np: np.ndarray):
