@@ -285,6 +285,31 @@ def _node_lengths(node: Node) -> tuple[int, int | None]:
     raise LimitError("string language refers to a rule")
 
 
+def _leaf_key(place: Place) -> tuple | None:
+    """What the language of a schema with no subschema and no reference depends on: its
+    keywords and their values (typed, so 1, 1.0 and true stay apart), its dialect and the
+    keywords already applied. None for any other schema."""
+    schema = place.schema
+    if type(schema) is not dict:
+        return None
+    items = []
+    for keyword, value in schema.items():
+        if type(keyword) is not str or keyword.startswith("$") or keyword == "id":
+            return None  # references, resources, anchors, internal keys
+        kind = type(value)
+        if kind is list:
+            if not all(type(v) in _SCALARS for v in value):
+                return None
+            value = tuple((type(v), v) for v in value)
+        elif kind not in _SCALARS:
+            return None
+        items.append((keyword, kind, value))
+    return place.dialect, place.done, frozenset(items)
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
 # --- the compiler ---------------------------------------------------------------------------------
 
 
@@ -300,6 +325,7 @@ class _Compiler:
         self._seen_dropped: set[tuple[str, str]] = set()
         self.ws = repeat(char_set(" \t\n\r"), 0, whitespace) if whitespace else EMPTY
         self._compiled: dict[tuple, Node] = {}
+        self._leaves: dict[tuple, tuple[Node, list[str], list[tuple[str, str]]]] = {}  # see `_leaf_key`
         self._pending: dict[tuple, str] = {}
         self._recursive: set[str] = set()
         self._alternatives: dict[tuple, list[Facets]] = {}
@@ -378,6 +404,20 @@ class _Compiler:
         key = tuple(p.key for p in conj)
         if key in self._compiled:
             return self._compiled[key]
+        # Equal leaf schemas in many places (every `{"type": "integer"}` property) are lowered
+        # once; what was ignored or dropped there is noted again at each place.
+        leaf = _leaf_key(conj[0]) if len(conj) == 1 else None
+        if leaf is not None:
+            found = self._leaves.get(leaf)
+            if found is not None:
+                node, ignored, dropped = found
+                for keyword in ignored:
+                    self.ignore(keyword, conj[0].pointer)
+                for keyword, reason in dropped:
+                    self.refuse(reason, keyword, conj[0].pointer)
+                self._compiled[key] = node
+                return node
+            notes = len(self.ignored), len(self.dropped)
         if key in self._pending:
             name = self._pending[key]
             self._recursive.add(name)
@@ -395,10 +435,15 @@ class _Compiler:
             del self._pending[key]
             self._depth -= 1
         if name in self._recursive or _size(node) > 40:
-            self._compiled[key] = self.rule(name, node)
-        else:
-            self._compiled[key] = node
-        return self._compiled[key]
+            node = self.rule(name, node)
+        self._compiled[key] = node
+        if leaf is not None:
+            self._leaves[leaf] = (
+                node,
+                [i.keyword for i in self.ignored[notes[0]:]],
+                [(d.keyword, d.reason) for d in self.dropped[notes[1]:]],
+            )
+        return node
 
     # --- flattening: $ref, allOf, not ---------------------------------------------------------
 

@@ -144,6 +144,17 @@ def test_non_integer_multiple_of_is_refused():
     assert lenient.dropped == (Dropped("multipleOf", "", lenient.dropped[0].reason),)
 
 
+def test_equal_leaf_schemas_keep_their_own_notes():
+    # Equal subschemas are lowered once; each place still reports what it dropped or ignored,
+    # and a leaf that only looks alike (1.0 beside 1, true beside 1) gets its own language.
+    leaf = {"type": "number", "multipleOf": 0.01, "title": "t"}
+    schema = {"type": "object", "properties": {"a": leaf, "b": dict(leaf), "c": {"const": 1}, "d": {"const": True}}}
+    lenient = from_json_schema(schema, lenient=True)
+    assert [(d.keyword, d.pointer) for d in lenient.dropped] == [("multipleOf", "/properties/a"), ("multipleOf", "/properties/b")]
+    assert {(i.keyword, i.pointer) for i in lenient.ignored} == {("title", "/properties/a"), ("title", "/properties/b")}
+    assert lenient.accepts('{"c":1,"d":true}') and not lenient.accepts('{"c":true}') and not lenient.accepts('{"d":1}')
+
+
 # --- strings ------------------------------------------------------------------------------------
 
 
