@@ -218,32 +218,55 @@ class CompiledGrammar:
         """The mask of a state with configurations inside a call frame: the tokens the frame's
         rule allows from there whatever called it (`inside`, found once per frame-relative
         state), those that go on past the rule's end and are allowed where it returns to
-        (`resume`), the long tokens, what the configurations `outside` every call allow, and
-        EOS where `accepting` (the configurations that finished the document have left every
-        frame)."""
+        (`resume`), the long tokens that may, what the configurations `outside` every call
+        allow, and EOS where `accepting` (the configurations that finished the document have
+        left every frame)."""
         t = self.tables
-        parts = [t.order[inside.positions]]
+        base = inside.base
+        if base is None:
+            parts = [t.order[inside.positions], inside.long_kept]
+            if inside.loop is not None:
+                base = inside.base = self._loop_mask(inside.loop, parts, False, None)
+            else:
+                base = inside.base = self._state_mask(parts, False, None)
+        extra = []
         if inside.cross.size:
             # Only the crossing tokens whose next byte `resume` allows can go on there.
             go_on = self.automaton.byte_row(resume)[inside.cross_byte] >= 0
             if go_on.any():
                 crossing, ends = self._walk(resume, inside.cross[go_on], start=inside.cross_from[go_on])
-                parts.append(t.order[self._without_doomed(crossing, ends)[0]])
-        parts.append(self._walk_long(state, inside.long_ids)[0])
+                extra.append(t.order[self._without_doomed(crossing, ends)[0]])
+        if inside.long_cross.size:
+            extra.append(self._walk_long(state, inside.long_cross)[0])
         if outside >= 0:
-            more = self.mask(outside).allowed_ids(t.size)
-            if inside.loop is not None:  # the loop class is allowed already
-                more = more[np.isin(more, inside.loop.other_ids, assume_unique=True)]
-            parts.append(more)
-        if inside.loop is not None:
-            return self._loop_mask(inside.loop, parts, accepting, None)
-        return self._state_mask(parts, accepting, None)
+            extra.append(self.mask(outside).allowed_ids(t.size))
+        if accepting:
+            extra.append(t.eos_ids)
+        extra = [e for e in extra if e.size]
+        if not extra or (base.inverted and not base.ids.size):
+            return StateMask(base.count, base.ids, base.inverted, base.words, base.values, None, base.pairs, base.row)
+        if not base.inverted:
+            return self._state_mask([base.ids, *extra], False, None)
+        # Take the ids now allowed out of the base's disallowed ones.
+        disallowed = base.ids
+        more = np.concatenate(extra)
+        at = np.minimum(np.searchsorted(disallowed, more), disallowed.size - 1)
+        kept = np.ones(disallowed.size, dtype=bool)
+        kept[at[disallowed[at] == more]] = False
+        disallowed = disallowed[kept]
+        count = t.size - int(disallowed.size)
+        if count * 2 <= t.size:
+            allowed = np.ones(t.size, dtype=bool)
+            allowed[disallowed] = False
+            return self._pooled(np.flatnonzero(allowed).astype(np.int32), False, count, None)
+        return self._pooled(disallowed, True, count, None)
 
     def _inside_of(self, local: int) -> _Inside:
         """Walk the tokens from a state seen inside its frame (see `Automaton.frame_split`),
         noting each token that reaches the frame's end with bytes still to go."""
         track = _Track()
         loop, positions, _, long_ids = self._walk_from(local, track)
+        long_kept, long_cross = self._split_long(local, long_ids, track)
         depths = self.automaton.depths
         passed = np.concatenate(track.passed).tolist() if track.passed else []
         reach = max([depths[s] for s in set(passed)], default=0)
@@ -253,7 +276,34 @@ class CompiledGrammar:
         else:
             cross = cross_from = np.zeros(0, np.int64)
         cross_byte = self.tables.matrix[cross_from, cross]
-        return _Inside(loop, np.sort(positions), cross, cross_from, cross_byte, long_ids, max(reach, depths[local]))
+        return _Inside(loop, np.sort(positions), cross, cross_from, cross_byte, long_kept, long_cross,
+                       max(reach, depths[local]))
+
+    def _split_long(self, local: int, ids: np.ndarray, track: _Track) -> tuple[np.ndarray, np.ndarray]:
+        """The long tokens among `ids` that end inside the frame of `local` (allowed wherever
+        it was called from), and those that reach its end with bytes to go (walked from each
+        calling state)."""
+        if not ids.size:
+            return _NO_WORDS, _NO_WORDS
+        a = self.automaton
+        kept: list[int] = []
+        crossing: list[int] = []
+        passed: list[int] = []
+        for tid in ids.tolist():
+            s = local
+            for q, byte in enumerate(self.tables.token_bytes[tid]):
+                if q and a.exits[s]:
+                    crossing.append(tid)
+                    break
+                s = a.step(s, byte)
+                if s < 0:
+                    break
+                passed.append(s)
+            else:
+                if not self._doomed(s):
+                    kept.append(tid)
+        track.passed.append(np.array(passed, np.int32))
+        return np.array(kept, np.int32), np.array(crossing, np.int32)
 
     def _loop_mask(self, loop: LoopClass, parts: list[np.ndarray], accepting: bool,
                    successors: list[np.ndarray] | None) -> StateMask:
@@ -676,13 +726,15 @@ class _Inside:
     cross: np.ndarray  # positions of the tokens that reach the frame's end with bytes to go ...
     cross_from: np.ndarray  # ... and the offset of the byte each goes on with
     cross_byte: np.ndarray  # ... and that byte
-    long_ids: np.ndarray  # tokens longer than the matrix, walked from each calling state itself
+    long_kept: np.ndarray  # tokens longer than the matrix that end inside the frame
+    long_cross: np.ndarray  # ... and those that may leave it, walked from each calling state
     reach: int  # the deepest stack, relative to the frame, of any state the walk went through
+    base: StateMask | None = None  # the mask of `positions` and `long_kept` (with the loop class)
 
     @property
     def nbytes(self) -> int:
         return int(self.positions.nbytes + self.cross.nbytes + self.cross_from.nbytes + self.cross_byte.nbytes
-                   + self.long_ids.nbytes)
+                   + self.long_kept.nbytes + self.long_cross.nbytes)
 
 
 @dataclass
