@@ -477,7 +477,7 @@ class Automaton:
                 outside = configs.difference(kept)
                 found = (
                     self._intern((inside, False)),
-                    self._intern(self._closure([(frame[0], frame[1])])),
+                    self.state_at(frame[0], frame[1]),
                     self._intern((outside, False)) if outside else DEAD,
                     base,
                 )

@@ -27,6 +27,7 @@ _FEW_WALKS = 24  # tokens up to which stepping each in Python beats a vectorised
 _FEW = 8  # tokens still walking below which `_walk` finishes them one by one
 _WIDE_RUN = 64  # tokens sharing a prefix past which a search over prefixes hands them to `_walk` ...
 _WIDE_BYTES = 32  # ... if the state after the prefix allows at least this many next bytes
+_LOOP_BYTES = 16  # bytes that must lead a state back to itself for it to have a loop class
 
 _UTF8_SHAPES = (
     ((0xC2, 0xDF), (0x80, 0xBF)),
@@ -202,16 +203,25 @@ class CompiledGrammar:
         most tokens loop on it), the sorted-order positions of the walked tokens that survive,
         their end states, and the ids of the long tokens still to walk."""
         t = self.tables
-        row_np = self.automaton.byte_row(state)
-        loop = self._loop_class(state, row_np)
+        spans = self.automaton.byte_spans(state)
+        if sum(b1 - b0 for b0, b1 in spans) < _LOOP_BYTES:
+            # Too few next bytes for a loop class: no need to number every successor.
+            loop = None
+            first = np.zeros(256, dtype=bool)
+            for b0, b1 in spans:
+                first[b0:b1] = True
+        else:
+            row_np = self.automaton.byte_row(state)
+            loop = self._loop_class(state, row_np)
+            first = row_np >= 0
         if loop is None:
             positions, ends = self._prefix_walk(state, track)
-            long_ids = t.long_ids[row_np[t.long_first] >= 0]
+            long_ids = t.long_ids[first[t.long_first]]
         else:
             # Tokens made only of looping bytes stay here; walk just the others, each from its
             # first byte that may not loop.
             positions, ends = self._walk(state, loop.other_positions, start=loop.other_skip, track=track)
-            long_ids = loop.other_long_ids[row_np[loop.other_long_first] >= 0]
+            long_ids = loop.other_long_ids[first[loop.other_long_first]]
         return (loop, *self._without_doomed(positions, ends), long_ids)
 
     def _framed_mask(self, state: int, inside: _Inside, resume: int, outside: int, accepting: bool) -> StateMask:
@@ -509,7 +519,7 @@ class CompiledGrammar:
 
     def _loop_class(self, state: int, row_np: np.ndarray):
         loop_bytes = np.flatnonzero(row_np == state)
-        if loop_bytes.size < 16:
+        if loop_bytes.size < _LOOP_BYTES:
             return None
         bits = 0
         for b in loop_bytes[loop_bytes < 128].tolist():
