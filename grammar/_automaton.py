@@ -288,6 +288,7 @@ class Automaton:
         self._link_bytes = [_UNKNOWN] * len(nfa.eps)  # see `link_byte`
         self.links: list[tuple[int, Stack] | None] = []  # a state's one configuration, where at a link
         self._jumps: dict[tuple[int, bytes], int] = {}  # (link state, bytes) -> where `walk` leads
+        self._runs: dict[int, tuple[bytes, int, int]] = {}  # see `literal_run`
         self._spans: dict[int, list[tuple[int, int]]] = {}  # see `byte_spans`
         self._locals: dict[int, tuple[tuple[int, ...], bool, bool]] = {}
         self.start = self._intern(self._closure([(nfa.root_start, ())]))
@@ -638,6 +639,26 @@ class Automaton:
                     and not nfa.rule_end[q] and q != nfa.root_end)
             b = self._link_bytes[q] = edges[0][0] if link else -1
         return b
+
+    def literal_run(self, q: int) -> tuple[bytes, int, int]:
+        """The literal that link NFA state `q` lies in: its bytes, the offset of `q`'s byte
+        among them, and the NFA state after the last (found once per literal, from the first
+        of its links asked for)."""
+        found = self._runs.get(q)
+        if found is None:
+            edges = self.nfa.byte_edges
+            data = bytearray()
+            links = []
+            p = q
+            while (b := self.link_byte(p)) >= 0:
+                data.append(b)
+                links.append(p)
+                p = edges[p][0][2]
+            text = bytes(data)
+            for offset, link in enumerate(links):
+                self._runs[link] = (text, offset, p)
+            found = self._runs[q]
+        return found
 
     def state_at(self, q: int, stack: Stack) -> int:
         """The state of the closure of one configuration (numbered on first reach)."""

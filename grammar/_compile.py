@@ -422,47 +422,57 @@ class CompiledGrammar:
         """
         a = self.automaton
         t = self.tables
-        edges = a.nfa.byte_edges
         sorted_bytes = t.sorted_bytes
         n = len(sorted_bytes)
         positions: list[int] = []
         ends: list[int | None] = []
-        first = b = a.forced_byte(state)
-        run = bytearray()
-        s = state  # the last numbered state on the run
-        link = None  # (NFA state, stack) while reading on along a literal from `s`
+        run = b""
+        s = state  # the state after `run`
         lo = 0
-        while b >= 0 and len(run) < MATRIX_WIDTH:
-            run.append(b)
-            if link is None and not number_ends and a.links[s] is not None and a.depths[s] < MAX_STACK_DEPTH:
-                link = a.links[s]  # not doomed below the depth bound, so states can wait
-            if link is None:
-                s = end = a.step(s, b)
-            else:
-                q, stack = link
-                q = edges[q][0][2]
-                if a.link_byte(q) >= 0:
-                    link, end = (q, stack), None
-                else:  # the literal ends here: number this state, it may be dead
-                    link = None
-                    s = end = a.state_at(q, stack)
-                    if s < 0:
+        spelled = True  # whether some token spells all of `run`
+        while len(run) < MATRIX_WIDTH:
+            link = None if number_ends or a.depths[s] >= MAX_STACK_DEPTH else a.links[s]
+            if link is not None:
+                # Along a literal (not doomed below the depth bound, so states can wait): the
+                # tokens that end inside it lead to states left unnumbered.
+                text, offset, after = a.literal_run(link[0])
+                for k in range(offset + 1, len(text)):
+                    prefix = run + text[offset:k]
+                    lo = bisect.bisect_left(sorted_bytes, prefix, lo)
+                    if lo == n or not sorted_bytes[lo].startswith(prefix):
+                        spelled = False
                         break
-            prefix = bytes(run)
-            lo = bisect.bisect_left(sorted_bytes, prefix, lo)
-            if lo == n or not sorted_bytes[lo].startswith(prefix):
-                break  # no token spells this much of the run, so none spells more
-            hi = bisect.bisect_right(sorted_bytes, prefix, lo)
+                    hi = lo
+                    while hi < n and sorted_bytes[hi] == prefix:
+                        hi += 1
+                    positions.extend(range(lo, hi))
+                    ends.extend([None] * (hi - lo))
+                if not spelled:
+                    break
+                run += text[offset:]
+                s = a.state_at(after, link[1])
+            else:
+                b = a.forced_byte(s)
+                if b < 0:
+                    break
+                run += bytes((b,))
+                s = a.step(s, b)
+            if s < 0:
+                spelled = False
+                break
+            lo = bisect.bisect_left(sorted_bytes, run, lo)
+            if lo == n or not sorted_bytes[lo].startswith(run):
+                spelled = False  # no token spells this much of the run, so none spells more
+                break
+            hi = lo
+            while hi < n and sorted_bytes[hi] == run:
+                hi += 1
             positions.extend(range(lo, hi))
-            ends.extend([end] * (hi - lo))
-            b = a.link_byte(link[0]) if link is not None else a.forced_byte(s)
-        else:  # the run ended: the tokens that spell all of it and go on
-            prefix = bytes(run)
-            lo = bisect.bisect_right(sorted_bytes, prefix, lo)
-            hi = bisect.bisect_right(sorted_bytes, prefix + b"\xff" * MATRIX_WIDTH, lo)
+            ends.extend([s] * (hi - lo))
+        if spelled:  # the run ended: the tokens that spell all of it and go on
+            lo = bisect.bisect_right(sorted_bytes, run, lo)
+            hi = bisect.bisect_right(sorted_bytes, run + b"\xff" * MATRIX_WIDTH, lo)
             if hi > lo:
-                if link is not None:
-                    s = a.state_at(*link)
                 more, more_ends = self._walk(s, np.arange(lo, hi, dtype=np.int64), start=len(run))
                 positions.extend(more.tolist())
                 ends.extend(more_ends.tolist())
@@ -470,8 +480,8 @@ class CompiledGrammar:
         if doomed:
             kept = [(p, v) for p, v in zip(positions, ends) if v not in doomed]
             positions, ends = [p for p, _ in kept], [v for _, v in kept]
-        ids = t.order[positions].tolist() if positions else []
-        long_ids, long_ends = self._walk_long(state, t.long_starting(first))
+        ids = [t.order.item(p) for p in positions] if len(positions) <= _FEW else t.order[positions].tolist()
+        long_ids, long_ends = self._walk_long(state, t.long_starting(a.forced_byte(state)))
         if long_ids.size:
             ids.extend(long_ids.tolist())
             ends.extend(long_ends.tolist())
