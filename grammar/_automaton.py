@@ -132,8 +132,11 @@ def _shared_leaf_rules(rules: Rules, graph: dict[str, list[str]], recursive: set
     return {name for name, n in uses.items() if n > 1}
 
 
-def check_left_recursion(rules: Rules, graph: dict[str, list[str]]) -> None:
-    """Refuse left recursion: a rule that can reach itself before consuming any input."""
+def check_left_recursion(rules: Rules, graph: dict[str, list[str]], recursive: set[str]) -> None:
+    """Refuse left recursion: a rule that can reach itself before consuming any input (only
+    rules on a reference cycle can)."""
+    if not recursive:
+        return
     reachable = {name: rules.rules[name] for name in graph}
     cycle = left_recursion(reachable, nullable_rules(reachable))
     if cycle:
@@ -155,6 +158,7 @@ class _NFA:
         self.calls: list[list[tuple[int, int]]] = []  # (callee start state, return state)
         self.rule_end: list[bool] = []
         self.recursive = _recursive_rules(graph)
+        check_left_recursion(rules, graph, self.recursive)
         self.shared = _shared_leaf_rules(rules, graph, self.recursive)
         self.starts: dict[str, int] = {}
         self.pending: list[str] = []
@@ -269,7 +273,6 @@ class Automaton:
 
     def __init__(self, rules: Rules):
         graph = rules.graph()
-        check_left_recursion(rules, graph)
         self.nfa = nfa = _NFA(rules, graph)
         self._classes(nfa)
         self.configs: list[frozenset] = []
