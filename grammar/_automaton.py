@@ -293,7 +293,7 @@ class Automaton:
         self._jumps: dict[tuple[int, bytes], int] = {}  # (link state, bytes) -> where `walk` leads
         self._runs: dict[int, tuple[bytes, int, int]] = {}  # see `literal_run`
         self._spans: dict[int, list[tuple[int, int]]] = {}  # see `byte_spans`
-        self._locals: dict[int, tuple[tuple[int, ...], bool, bool]] = {}
+        self._locals: dict[int, tuple[tuple[int, ...], bool, tuple[int, ...]]] = {}
         self.start = self._intern(self._closure([(nfa.root_start, ())]))
 
     def _classes(self, nfa: _NFA) -> None:
@@ -329,51 +329,46 @@ class Automaton:
             self._reps[key] = found
         return found
 
-    def _local_closure(self, q: int) -> tuple[tuple[int, ...], bool, bool]:
+    def _local_closure(self, q: int) -> tuple[tuple[int, ...], bool, tuple[int, ...]]:
         """What epsilon edges alone reach from NFA state `q`: the states with byte edges,
-        whether the root's end is among them, and whether none of them calls or ends a rule
-        (then the closure of `(q, stack)` is those states on the same stack)."""
+        whether the root's end is among them, and those that call or end a rule (where there
+        are none, the closure of `(q, stack)` is the first on the same stack)."""
         found = self._locals.get(q)
         if found is None:
             nfa = self.nfa
             if not (nfa.eps[q] or nfa.calls[q] or nfa.rule_end[q]):  # inside a literal, say
-                found = self._locals[q] = ((q,) if nfa.byte_edges[q] else (), q == nfa.root_end, True)
+                found = self._locals[q] = ((q,) if nfa.byte_edges[q] else (), q == nfa.root_end, ())
                 return found
             seen = {q}
             todo = [q]
             states = []
-            pure = True
+            specials = []
             while todo:
                 u = todo.pop()
                 if nfa.byte_edges[u]:
                     states.append(u)
                 if nfa.calls[u] or nfa.rule_end[u]:
-                    pure = False
+                    specials.append(u)
                 for t in nfa.eps[u]:
                     if t not in seen:
                         seen.add(t)
                         todo.append(t)
-            found = self._locals[q] = (tuple(states), nfa.root_end in seen, pure)
+            found = self._locals[q] = (tuple(states), nfa.root_end in seen, tuple(specials))
         return found
 
     def _closure(self, seeds: list[tuple[int, Stack]]) -> tuple[frozenset, bool]:
         if len(seeds) == 1:
             q, stack = seeds[0]
-            states, ends_root, pure = self._local_closure(q)
-            if pure:
+            states, ends_root, specials = self._local_closure(q)
+            if not specials:  # the common case, and every case without calls: no search
                 return frozenset([(u, stack) for u in states]), ends_root and not stack
+        # A search over configurations, each step one state's local closure: its calls push
+        # a frame, its rule ends pop one.
         nfa = self.nfa
         seen: set[tuple[int, Stack]] = set()
-        todo = []
+        todo = list(seeds)
         kernel = []
         accept = False
-        for q, stack in seeds:
-            states, ends_root, pure = self._local_closure(q)
-            if pure:  # the common case, and every case without recursion: no search needed
-                kernel.extend((u, stack) for u in states)
-                accept = accept or (ends_root and not stack)
-            else:
-                todo.append((q, stack))
         while todo:
             cfg = todo.pop()
             if cfg in seen:
@@ -382,21 +377,21 @@ class Automaton:
             if len(seen) > MAX_CLOSURE:
                 raise LimitError("grammar too ambiguous: state closure too large", keyword="size")
             q, stack = cfg
-            if nfa.byte_edges[q]:
-                kernel.append(cfg)
-            for t in nfa.eps[q]:
-                todo.append((t, stack))
-            if nfa.calls[q]:
-                depth = stack_depth(stack)
-                for callee, ret in nfa.calls[q]:
-                    if depth < MAX_STACK_DEPTH or callee in nfa.leaf_starts:
-                        todo.append((callee, (ret, stack, depth + 1)))
-            if nfa.rule_end[q] and stack:
-                todo.append((stack[0], stack[1]))
-            elif q == nfa.root_end and not stack:
-                accept = True
-            elif q == nfa.exit:
+            if q == nfa.exit:
                 kernel.append(cfg)  # the frame this state was seen from may end here
+                continue
+            states, ends_root, specials = self._local_closure(q)
+            kernel.extend([(u, stack) for u in states])
+            if ends_root and not stack:
+                accept = True
+            for u in specials:
+                if nfa.calls[u]:
+                    depth = stack_depth(stack)
+                    for callee, ret in nfa.calls[u]:
+                        if depth < MAX_STACK_DEPTH or callee in nfa.leaf_starts:
+                            todo.append((callee, (ret, stack, depth + 1)))
+                if nfa.rule_end[u] and stack:
+                    todo.append((stack[0], stack[1]))
         return frozenset(kernel), accept
 
     def _intern(self, closed: tuple[frozenset, bool]) -> int:
