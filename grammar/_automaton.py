@@ -285,7 +285,7 @@ class Automaton:
         self.table = np.full((self._capacity, self.n_classes), UNBUILT, dtype=np.int16)
         self.exits = np.zeros(self._capacity, dtype=bool)  # states where the frame they were seen from may end
         self._exit_config = (nfa.exit, ())
-        self._frames: dict[int, tuple[int, int, int, int] | None] = {}
+        self._frames: dict[int, tuple[int, Stack, int, int] | None] = {}
         self._moves: dict[frozenset, int] = {}
         self._single_moves: dict[tuple[int, Stack], int] = {}
         self._link_bytes = [_UNKNOWN] * len(nfa.eps)  # see `link_byte`
@@ -431,17 +431,18 @@ class Automaton:
         self.links.append(link)
         return sid
 
-    def frame_split(self, s: int) -> tuple[int, int, int, int] | None:
+    def frame_split(self, s: int) -> tuple[int, Stack, int, int] | None:
         """State `s` split at the innermost call frame its deepest configurations share:
-        `(local, resume, outside, depth)`, or None where there is no such frame.
+        `(local, frame, outside, depth)`, or None where there is no such frame.
 
         `local` holds the configurations inside that frame, with the frame replaced by one
         that returns to the exit state and their stack depths counted from the frame's
         `depth`, so it behaves as they do until the frame ends (while the depth bound is not
         reached) and is the same state wherever the rule is called from: the tokens that stay
-        inside are found once for all of them. `resume` is where the frame returns to, and
-        `outside` the state of the other configurations (-1 if none), such as those that
-        follow an integer that may end here, or close the array a value may start.
+        inside are found once for all of them. `frame` is that frame's stack (the state it
+        returns to, above its caller's stack), and `outside` the state of the other
+        configurations (-1 if none), such as those that follow an integer that may end here,
+        or close the array a value may start.
         """
         if s in self._frames:
             return self._frames[s]
@@ -476,7 +477,7 @@ class Automaton:
                 outside = configs.difference(kept)
                 found = (
                     self._intern((inside, False)),
-                    self.state_at(frame[0], frame[1]),
+                    frame,
                     self._intern((outside, False)) if outside else DEAD,
                     base,
                 )

@@ -182,14 +182,18 @@ class CompiledGrammar:
                 return self._small_mask(ids, ends)
             return self._state_mask([np.array(ids, np.int32)], False, None if ends is None else [np.array(ends, np.int32)])
         framed = a.frame_split(state) if self._framed else None
-        if framed is not None and framed[1] >= 0 and not self._doomed(framed[1]):
-            local, resume, outside, depth = framed
-            inside = self._inside.get(local)
-            if inside is None:
-                inside = self._inside[local] = self._inside_of(local)
-            # Relative depths stand for real ones only while real ones stay under the bound.
-            if depth + inside.reach < MAX_STACK_DEPTH:
-                return self._framed_mask(state, inside, resume, outside, accepting)
+        if framed is not None:
+            local, frame, outside, depth = framed
+            # Where the frame returns to. Only the depth bound can leave it dead or doomed;
+            # without recursion it is found when a token crosses the rule's end.
+            resume = a.state_at(frame[0], frame[1]) if a.nfa.recursive else None
+            if resume is None or (resume >= 0 and not self._doomed(resume)):
+                inside = self._inside.get(local)
+                if inside is None:
+                    inside = self._inside[local] = self._inside_of(local)
+                # Relative depths stand for real ones only while real ones stay under the bound.
+                if depth + inside.reach < MAX_STACK_DEPTH:
+                    return self._framed_mask(state, inside, frame, resume, outside, accepting)
         loop, positions, ends, long_ids = self._walk_from(state)
         long_ids, long_ends = self._walk_long(state, long_ids)
         if loop is not None:
@@ -224,13 +228,14 @@ class CompiledGrammar:
             long_ids = loop.other_long_ids[first[loop.other_long_first]]
         return (loop, *self._without_doomed(positions, ends), long_ids)
 
-    def _framed_mask(self, state: int, inside: _Inside, resume: int, outside: int, accepting: bool) -> StateMask:
-        """The mask of a state with configurations inside a call frame: the tokens the frame's
-        rule allows from there whatever called it (`inside`, found once per frame-relative
-        state), those that go on past the rule's end and are allowed where it returns to
-        (`resume`), the long tokens that may, what the configurations `outside` every call
-        allow, and EOS where `accepting` (the configurations that finished the document have
-        left every frame)."""
+    def _framed_mask(self, state: int, inside: _Inside, frame: tuple, resume: int | None, outside: int,
+                     accepting: bool) -> StateMask:
+        """The mask of a state with configurations inside a call `frame`: the tokens the
+        frame's rule allows from there whatever called it (`inside`, found once per
+        frame-relative state), those that go on past the rule's end and are allowed where it
+        returns to (`resume`, found here if None), the long tokens that may, what the
+        configurations `outside` every call allow, and EOS where `accepting` (the
+        configurations that finished the document have left every frame)."""
         t = self.tables
         base = inside.base
         if base is None:
@@ -241,6 +246,8 @@ class CompiledGrammar:
                 base = inside.base = self._state_mask(parts, False, None)
         extra = []
         if inside.cross.size:
+            if resume is None:
+                resume = self.automaton.state_at(frame[0], frame[1])
             # Only the crossing tokens whose next byte `resume` allows can go on there.
             go_on = self.automaton.byte_row(resume)[inside.cross_byte] >= 0
             if go_on.any():
