@@ -430,7 +430,6 @@ class CompiledGrammar:
         a = self.automaton
         t = self.tables
         sorted_bytes = t.sorted_bytes
-        n = len(sorted_bytes)
         positions: list[int] = []
         ends: list[int | None] = []
         run = b""
@@ -444,14 +443,10 @@ class CompiledGrammar:
                 # tokens that end inside it lead to states left unnumbered.
                 text, offset, after = a.literal_run(link[0])
                 for k in range(offset + 1, len(text)):
-                    prefix = run + text[offset:k]
-                    lo = bisect.bisect_left(sorted_bytes, prefix, lo)
-                    if lo == n or not sorted_bytes[lo].startswith(prefix):
+                    lo, hi = _spelling(sorted_bytes, run + text[offset:k], lo)
+                    if lo < 0:
                         spelled = False
                         break
-                    hi = lo
-                    while hi < n and sorted_bytes[hi] == prefix:
-                        hi += 1
                     positions.extend(range(lo, hi))
                     ends.extend([None] * (hi - lo))
                 if not spelled:
@@ -467,13 +462,10 @@ class CompiledGrammar:
             if s < 0:
                 spelled = False
                 break
-            lo = bisect.bisect_left(sorted_bytes, run, lo)
-            if lo == n or not sorted_bytes[lo].startswith(run):
+            lo, hi = _spelling(sorted_bytes, run, lo)
+            if lo < 0:
                 spelled = False  # no token spells this much of the run, so none spells more
                 break
-            hi = lo
-            while hi < n and sorted_bytes[hi] == run:
-                hi += 1
             positions.extend(range(lo, hi))
             ends.extend([s] * (hi - lo))
         if spelled:  # the run ended: the tokens that spell all of it and go on
@@ -777,6 +769,19 @@ def _size_of(pairs: tuple[tuple[int, int], ...] | None) -> int:
     if pairs is None:
         return 0
     return sys.getsizeof(pairs) + sum(sys.getsizeof(p) + sys.getsizeof(p[0]) + sys.getsizeof(p[1]) for p in pairs)
+
+
+def _spelling(sorted_bytes: tuple[bytes, ...], prefix: bytes, lo: int) -> tuple[int, int]:
+    """The sorted position (at `lo` or past it) of the first token that starts with
+    `prefix`, and the end of the tokens that are exactly `prefix`; (-1, -1) where no token
+    starts with it."""
+    lo = bisect.bisect_left(sorted_bytes, prefix, lo)
+    if lo == len(sorted_bytes) or not sorted_bytes[lo].startswith(prefix):
+        return -1, -1
+    hi = lo
+    while hi < len(sorted_bytes) and sorted_bytes[hi] == prefix:
+        hi += 1
+    return lo, hi
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:

@@ -42,11 +42,12 @@ class TokenTables:
     def __init__(self, vocab) -> None:
         self.size: int = int(vocab.size)
         special = set(vocab.special_ids) | set(vocab.eos_ids)
-        tokens: list[bytes] = vocab.tokens
-        self.token_bytes: list[bytes | None] = [
+        tokens = vocab.tokens
+        # Tuples of untracked objects: the cycle collector stops visiting them, so these tables
+        # add nothing to each full collection of the process.
+        self.token_bytes: tuple[bytes | None, ...] = tuple(
             None if (i in special or not tokens[i]) else tokens[i] for i in range(len(tokens))
-        ]
-        self.token_bytes.extend([None] * (self.size - len(tokens)))
+        ) + (None,) * (self.size - len(tokens))
         self.eos_ids = np.array(sorted(int(i) for i in vocab.eos_ids if i < self.size), np.int32)
 
         ordinary = [i for i, b in enumerate(self.token_bytes) if b is not None]
@@ -61,7 +62,7 @@ class TokenTables:
         short.sort(key=lambda i: self.token_bytes[i])
         n = len(short)
         self.order = np.array(short, dtype=np.int32)
-        self.sorted_bytes: list[bytes] = [self.token_bytes[i] for i in short]  # for bisection
+        self.sorted_bytes: tuple[bytes, ...] = tuple([self.token_bytes[i] for i in short])  # for bisection
         self.lens = np.array([len(self.token_bytes[i]) for i in short], dtype=np.int32)
         width = int(self.lens.max()) if n else 1
         flat = b"".join(self.token_bytes[i].ljust(width, b"\0") for i in short)
