@@ -260,23 +260,11 @@ class CompiledGrammar:
         if accepting:
             extra.append(t.eos_ids)
         extra = [e for e in extra if e.size]
-        if not extra or (base.inverted and not base.ids.size):
+        if not extra:
             return StateMask(base.count, base.ids, base.inverted, base.words, base.values, None, base.pairs, base.row)
         if not base.inverted:
             return self._state_mask([base.ids, *extra], False, None)
-        # Take the ids now allowed out of the base's disallowed ones.
-        disallowed = base.ids
-        more = np.concatenate(extra)
-        at = np.minimum(np.searchsorted(disallowed, more), disallowed.size - 1)
-        kept = np.ones(disallowed.size, dtype=bool)
-        kept[at[disallowed[at] == more]] = False
-        disallowed = disallowed[kept]
-        count = t.size - int(disallowed.size)
-        if count * 2 <= t.size:
-            allowed = np.ones(t.size, dtype=bool)
-            allowed[disallowed] = False
-            return self._pooled(np.flatnonzero(allowed).astype(np.int32), False, count, None)
-        return self._pooled(disallowed, True, count, None)
+        return self._all_but(base.ids, np.concatenate(extra), None)
 
     def _inside_of(self, local: int) -> _Inside:
         """Walk the tokens from a state seen inside its frame (see `Automaton.frame_split`),
@@ -327,20 +315,28 @@ class CompiledGrammar:
         """The mask of a state most tokens loop on: the loop class's complement less the ids
         in `parts` (which may overlap; and EOS where `accepting`), without a pass over the
         vocabulary."""
-        t = self.tables
         if accepting:
-            parts = [*parts, t.eos_ids]
-        others = loop.other_ids  # every id outside the loop class, sorted; `parts` lie in it
-        keep = np.ones(others.size, dtype=bool)
-        # Sorted needles: numpy's bisection then walks `others` in order (3x faster here).
-        keep[np.searchsorted(others, np.sort(np.concatenate(parts)))] = False
-        disallowed = others[keep]
-        count = t.size - int(disallowed.size)
+            parts = [*parts, self.tables.eos_ids]
         succ = None if successors is None else _distinct(np.concatenate(successors))
-        if count * 2 <= t.size:  # a small loop class: keep the allowed ids instead
-            allowed = np.ones(t.size, dtype=bool)
-            allowed[disallowed] = False
-            return self._pooled(np.flatnonzero(allowed).astype(np.int32), False, count, succ)
+        # Every id outside the loop class, sorted, is disallowed unless `parts` allow it.
+        return self._all_but(loop.other_ids, np.concatenate(parts), succ)
+
+    def _all_but(self, disallowed: np.ndarray, allowed: np.ndarray, succ: np.ndarray | None) -> StateMask:
+        """The mask of every id but those of the sorted `disallowed` that are not in `allowed`,
+        in its smaller form."""
+        t = self.tables
+        if disallowed.size and allowed.size:
+            # Sorted needles: numpy's bisection then walks `disallowed` in order (3x faster).
+            allowed = np.sort(allowed)
+            at = np.minimum(np.searchsorted(disallowed, allowed), disallowed.size - 1)
+            keep = np.ones(disallowed.size, dtype=bool)
+            keep[at[disallowed[at] == allowed]] = False
+            disallowed = disallowed[keep]
+        count = t.size - int(disallowed.size)
+        if count * 2 <= t.size:  # few allowed after all: keep those instead
+            kept = np.ones(t.size, dtype=bool)
+            kept[disallowed] = False
+            return self._pooled(np.flatnonzero(kept).astype(np.int32), False, count, succ)
         return self._pooled(disallowed, True, count, succ)
 
     def _state_mask(self, parts: list[np.ndarray], accepting: bool, successors: list[np.ndarray] | None) -> StateMask:
