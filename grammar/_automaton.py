@@ -309,15 +309,24 @@ class Automaton:
             self.class_of[lo:hi] = c
         self.class_list = self.class_of.tolist()
         self._reps: dict[tuple[int, int], list[int]] = {}
-        cl = self.class_list
-        # Each NFA state's byte edges as (first class, end class, target) intervals.
-        self.edge_classes = [[(cl[lo], cl[hi] + 1, t) for lo, hi, t in edges] for edges in nfa.byte_edges]
+        # Each NFA state's byte edges as (first class, end class, target) intervals, made on
+        # first use (see `class_edges`): most states sit inside literals, which a walk crosses
+        # by their bytes alone.
+        self._class_edges: list[list[tuple[int, int, int]] | None] = [None] * len(nfa.byte_edges)
         self.n_classes = len(bounds) - 1
         self.class_bounds = bounds  # class c holds the bytes class_bounds[c] .. class_bounds[c + 1] - 1
         # The byte of each class that holds exactly one, else -1: a state whose one live class
         # is such a class forces that byte.
         self.single_byte = [lo if hi - lo == 1 else -1 for lo, hi in zip(bounds, bounds[1:])]
         self._forced: dict[int, int] = {}
+
+    def class_edges(self, q: int) -> list[tuple[int, int, int]]:
+        """NFA state `q`'s byte edges as (first class, end class, target) intervals."""
+        found = self._class_edges[q]
+        if found is None:
+            cl = self.class_list
+            found = self._class_edges[q] = [(cl[lo], cl[hi] + 1, t) for lo, hi, t in self.nfa.byte_edges[q]]
+        return found
 
     def representatives(self, lo: int, hi: int) -> list[int]:
         """One byte of each byte class that meets lo..hi (bytes of a class behave alike)."""
@@ -498,12 +507,12 @@ class Automaton:
         if len(configs) == 1:
             ((q, stack),) = configs
             nxt = DEAD
-            for lo, hi, t in self.edge_classes[q]:
+            for lo, hi, t in self.class_edges(q):
                 if lo <= c < hi:
                     nxt = self.state_at(t, stack)
                     break
         else:
-            moves = [(t, stack) for q, stack in configs for lo, hi, t in self.edge_classes[q] if lo <= c < hi]
+            moves = [(t, stack) for q, stack in configs for lo, hi, t in self.class_edges(q) if lo <= c < hi]
             nxt = self._successor(moves) if moves else DEAD
         self.rows[s][c] = nxt
         self.table[s, c] = nxt
@@ -518,14 +527,14 @@ class Automaton:
         if len(configs) == 1:
             # The common case: one configuration, whose edges never overlap.
             ((q, stack),) = configs
-            for lo, hi, t in self.edge_classes[q]:
+            for lo, hi, t in self.class_edges(q):
                 succ[lo:hi] = [self.state_at(t, stack)] * (hi - lo)
         else:
             # Sweep the class boundaries: between two of them, the same edges apply.
             starts: dict[int, list[tuple[int, Stack]]] = {}
             stops: dict[int, list[tuple[int, Stack]]] = {}
             for q, stack in configs:
-                for lo, hi, t in self.edge_classes[q]:
+                for lo, hi, t in self.class_edges(q):
                     starts.setdefault(lo, []).append((t, stack))
                     stops.setdefault(hi, []).append((t, stack))
             active: list[tuple[int, Stack]] = []
@@ -617,7 +626,7 @@ class Automaton:
         if found is None:
             bounds = self.class_bounds
             found = []
-            for lo, hi in sorted({(lo, hi) for q, _ in self.configs[s] for lo, hi, _t in self.edge_classes[q]}):
+            for lo, hi in sorted({(lo, hi) for q, _ in self.configs[s] for lo, hi, _t in self.class_edges(q)}):
                 b0, b1 = bounds[lo], bounds[hi]
                 if found and b0 <= found[-1][1]:
                     found[-1] = (found[-1][0], max(found[-1][1], b1))
@@ -678,14 +687,24 @@ class Automaton:
                 # Inside a literal, with more of it to come: that byte, its state not numbered.
                 found = self.link_byte(link[0])
             elif not self.accepting[s]:
-                classes = {(lo, hi) for q, _ in self.configs[s] for lo, hi, _t in self.edge_classes[q]}
-                if len(classes) == 1:
-                    ((lo, hi),) = classes
-                    byte = self.single_byte[lo]
-                    if hi - lo == 1 and byte >= 0 and self.step(s, byte) >= 0:
-                        found = byte
+                found = self._one_byte(s)
             self._forced[s] = found
         return found
+
+    def _one_byte(self, s: int) -> int:
+        """The byte of the one single-byte class every edge of state `s` reads, else -1
+        (looked at until a second class shows up: string states have dozens of edges)."""
+        only = None
+        for q, _ in self.configs[s]:
+            for lo, hi, _t in self.class_edges(q):
+                if only is None:
+                    only = (lo, hi)
+                elif only[0] != lo or only[1] != hi:
+                    return -1
+        if only is None or only[1] - only[0] != 1:
+            return -1
+        byte = self.single_byte[only[0]]
+        return byte if byte >= 0 and self.step(s, byte) >= 0 else -1
 
     def can_extend(self, s: int) -> bool:
         return any(t >= 0 for t in self.build(s))

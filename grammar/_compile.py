@@ -467,7 +467,7 @@ class CompiledGrammar:
         if spelled:  # the run ended: the tokens that spell all of it and go on
             lo = bisect.bisect_right(sorted_bytes, run, lo)
             hi = bisect.bisect_right(sorted_bytes, run + b"\xff" * MATRIX_WIDTH, lo)
-            if hi > lo:
+            if hi > lo and a.configs[s]:  # (a state with no configurations only ends the document)
                 more, more_ends = self._walk(s, np.arange(lo, hi, dtype=np.int64), start=len(run))
                 positions.extend(more.tolist())
                 ends.extend(more_ends.tolist())
