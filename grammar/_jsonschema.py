@@ -1545,6 +1545,16 @@ class _Compiler:
             memo[(i, c, unmet)] = node
             return node
 
+        if all(required for _, _, required in members):
+            # One path, with no member to skip: the members in order, then the extra ones.
+            parts: list[Node] = []
+            unmet = frozenset(range(len(others)))
+            for count, (name, text, _) in enumerate(members):
+                if hi is not None and count + 1 > hi:
+                    return NOTHING
+                parts.extend((sep, text) if count else (text,))
+                unmet = frozenset(k for k in unmet if name not in others[k][0])
+            return seq(*parts, extras(n, unmet))
         return state(0, 0, frozenset(range(len(others))))
 
 
