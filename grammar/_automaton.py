@@ -673,7 +673,9 @@ class Automaton:
         key = (q, stack)
         nxt = self._single_moves.get(key)
         if nxt is None:
-            nxt = self._single_moves[key] = self._intern(self._closure([key]))
+            # A link's closure is itself: one byte edge and nothing else.
+            closed = (frozenset((key,)), False) if self.link_byte(q) >= 0 else self._closure([key])
+            nxt = self._single_moves[key] = self._intern(closed)
         return nxt
 
     def forced_byte(self, s: int) -> int:
