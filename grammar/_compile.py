@@ -29,6 +29,8 @@ _WIDE_RUN = 64  # tokens sharing a prefix past which a search over prefixes hand
 _WIDE_BYTES = 32  # ... if the state after the prefix allows at least this many next bytes
 _LOOP_BYTES = 16  # bytes that must lead a state back to itself for it to have a loop class
 
+_BYTES = [bytes((b,)) for b in range(256)]
+
 _UTF8_SHAPES = (
     ((0xC2, 0xDF), (0x80, 0xBF)),
     ((0xE0, 0xE0), (0xA0, 0xBF), (0x80, 0xBF)),
@@ -453,7 +455,7 @@ class CompiledGrammar:
                 b = a.forced_byte(s)
                 if b < 0:
                     break
-                run += bytes((b,))
+                run += _BYTES[b]
                 s = a.step(s, b)
             if s < 0:
                 spelled = False
@@ -565,8 +567,8 @@ class CompiledGrammar:
             spans = a.byte_spans(s)
             runs = []  # per span of next bytes, the run of tokens that spell one of them next
             for b0, b1 in spans:
-                r = bisect.bisect_left(sorted_bytes, prefix + bytes((b0,)), lo, hi)
-                stop = hi if b1 == 256 else bisect.bisect_left(sorted_bytes, prefix + bytes((b1,)), r, hi)
+                r = bisect.bisect_left(sorted_bytes, prefix + _BYTES[b0], lo, hi)
+                stop = hi if b1 == 256 else bisect.bisect_left(sorted_bytes, prefix + _BYTES[b1], r, hi)
                 if r < stop:
                     runs.append((r, stop))
             if hi - lo > _WIDE_RUN and sum(b1 - b0 for b0, b1 in spans) >= _WIDE_BYTES:
@@ -578,10 +580,17 @@ class CompiledGrammar:
             for r, stop in runs:
                 while r < stop:  # one run of tokens per next byte they spell
                     b = sorted_bytes[r][k]
-                    run_end = stop if b == 255 else bisect.bisect_left(sorted_bytes, prefix + bytes((b + 1,)), r, stop)
+                    run_end = stop if b == 255 else bisect.bisect_left(sorted_bytes, prefix + _BYTES[b + 1], r, stop)
                     nxt = a.step(s, b)
                     if nxt >= 0:
-                        todo.append((nxt, prefix + bytes((b,)), r, run_end))
+                        if len(sorted_bytes[run_end - 1]) == k + 1:
+                            # Every token of the run ends with this byte (the last is the longest).
+                            positions.extend(range(r, run_end))
+                            ends.extend([nxt] * (run_end - r))
+                            if track is not None:
+                                passed.append(nxt)
+                        else:
+                            todo.append((nxt, prefix + _BYTES[b], r, run_end))
                     r = run_end
         if track is not None and passed:
             track.passed.append(np.array(passed, np.int32))
