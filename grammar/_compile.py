@@ -21,6 +21,7 @@ from ._tokens import MATRIX_WIDTH, LoopClass, TokenTables, token_tables
 
 _NO_WORDS = np.zeros(0, np.int32)
 _NO_IDS = np.zeros(0, np.int64)
+_NO_BYTES = np.zeros(0, np.uint8)
 _FEW_WORDS = 8  # bitmask words a mask writes one by one rather than by fancy indexing
 _SMALL = 64  # allowed ids up to which a mask is assembled without numpy
 _FEW_WALKS = 24  # tokens up to which stepping each in Python beats a vectorised walk
@@ -212,14 +213,11 @@ class CompiledGrammar:
         spans = self.automaton.byte_spans(state)
         if sum(b1 - b0 for b0, b1 in spans) < _LOOP_BYTES:
             # Too few next bytes for a loop class: no need to number every successor.
-            loop = None
-            first = np.zeros(256, dtype=bool)
-            for b0, b1 in spans:
-                first[b0:b1] = True
-        else:
-            row_np = self.automaton.byte_row(state)
-            loop = self._loop_class(state, row_np)
-            first = row_np >= 0
+            positions, ends = self._prefix_walk(state, track)
+            return (None, *self._without_doomed(positions, ends), t.long_starting_in(spans))
+        row_np = self.automaton.byte_row(state)
+        loop = self._loop_class(state, row_np)
+        first = row_np >= 0
         if loop is None:
             positions, ends = self._prefix_walk(state, track)
             long_ids = t.long_ids[first[t.long_first]]
@@ -271,7 +269,7 @@ class CompiledGrammar:
     def _inside_of(self, local: int) -> _Inside:
         """Walk the tokens from a state seen inside its frame (see `Automaton.frame_split`),
         noting each token that reaches the frame's end with bytes still to go."""
-        track = _Track()
+        track = _Track([] if self.automaton.nfa.recursive else None)
         loop, positions, _, long_ids = self._walk_from(local, track)
         long_kept, long_cross = self._split_long(local, long_ids, track)
         depths = self.automaton.depths
@@ -280,9 +278,10 @@ class CompiledGrammar:
         if track.exits:
             cross = np.concatenate([e[0] for e in track.exits])
             cross_from = np.concatenate([e[1] for e in track.exits]).astype(np.int64)
+            cross_byte = self.tables.matrix[cross_from, cross]
         else:
-            cross = cross_from = np.zeros(0, np.int64)
-        cross_byte = self.tables.matrix[cross_from, cross]
+            cross = cross_from = _NO_IDS
+            cross_byte = _NO_BYTES
         return _Inside(loop, np.sort(positions), cross, cross_from, cross_byte, long_kept, long_cross,
                        max(reach, depths[local]))
 
@@ -309,7 +308,8 @@ class CompiledGrammar:
             else:
                 if not self._doomed(s):
                     kept.append(tid)
-        track.passed.append(np.array(passed, np.int32))
+        if track.passed is not None:
+            track.passed.append(np.array(passed, np.int32))
         return np.array(kept, np.int32), np.array(crossing, np.int32)
 
     def _loop_mask(self, loop: LoopClass, parts: list[np.ndarray], accepting: bool,
@@ -592,7 +592,7 @@ class CompiledGrammar:
                         else:
                             todo.append((nxt, prefix + _BYTES[b], r, run_end))
                     r = run_end
-        if track is not None and passed:
+        if track is not None and track.passed is not None and passed:
             track.passed.append(np.array(passed, np.int32))
         out_pos.append(np.array(positions, np.int64))
         out_end.append(np.array(ends, np.int32))
@@ -625,7 +625,7 @@ class CompiledGrammar:
         idx, cur = idx[ok], cur[ok]
         p = start[ok] + 1 if ragged else start + 1
         while idx.size:
-            if track is not None:
+            if track is not None and track.passed is not None:
                 track.passed.append(cur)
             if idx.size <= _FEW:
                 # A few long tokens left: stepping them in Python beats a round of array calls
@@ -691,7 +691,8 @@ class CompiledGrammar:
                 kept.append(i)
                 ends.append(s)
         if track is not None:
-            track.passed.append(np.array(passed, np.int32))
+            if track.passed is not None:
+                track.passed.append(np.array(passed, np.int32))
             if crossing:
                 track.exits.append((np.array(crossing, np.int64), np.array(offsets, np.int64)))
         return np.array(kept, np.int64), np.array(ends, np.int32)
@@ -765,7 +766,8 @@ class _Inside:
 class _Track:
     """What a walk from a frame-relative state notes on the way (see `_walk`)."""
 
-    passed: list[np.ndarray] = field(default_factory=list)  # the states the tokens went through
+    # The states the tokens went through, kept only where stack depths vary (with recursion).
+    passed: list[np.ndarray] | None
     exits: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (positions, offsets)
 
 

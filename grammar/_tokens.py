@@ -130,6 +130,13 @@ class TokenTables:
         """The long tokens (past the byte matrix) whose first byte is `byte`."""
         return self._long_by_first.get(byte, _NO_IDS)
 
+    def long_starting_in(self, spans: list[tuple[int, int]]) -> np.ndarray:
+        """The long tokens whose first byte lies in one of the half-open byte ranges `spans`."""
+        found = [ids for b0, b1 in spans for b in range(b0, b1) if (ids := self._long_by_first.get(b)) is not None]
+        if len(found) > 1:
+            return np.concatenate(found)
+        return found[0] if found else _NO_IDS
+
     def loop_class(self, ascii_loop: np.ndarray, utf8_loops: bool) -> "LoopClass":
         """The tokens outside those that certainly walk a state back to itself, given which
         bytes loop there.
