@@ -466,23 +466,29 @@ class Automaton:
             (frame,) = common
             if frame:
                 base = frame[2]
-                bottom: dict[Stack, Stack] = {frame: (self.nfa.exit, (), 0)}
+                exit_frame = (self.nfa.exit, (), 0)
+                if base == high:
+                    # The frame is the innermost: no configuration lies deeper inside it.
+                    kept = [cfg for cfg in configs if cfg[1] == frame]
+                    inside = frozenset([(q, exit_frame) for q, _ in kept])
+                else:
+                    bottom: dict[Stack, Stack] = {frame: exit_frame}
 
-                def rebased(stack: Stack) -> Stack:
-                    moved = bottom.get(stack)
-                    if moved is None:
-                        moved = bottom[stack] = (stack[0], rebased(stack[1]), stack[2] - base)
-                    return moved
+                    def rebased(stack: Stack) -> Stack:
+                        moved = bottom.get(stack)
+                        if moved is None:
+                            moved = bottom[stack] = (stack[0], rebased(stack[1]), stack[2] - base)
+                        return moved
 
-                def within(stack: Stack) -> bool:
-                    if not stack or stack[2] < base:
-                        return False
-                    while stack[2] > base:
-                        stack = stack[1]
-                    return stack == frame
+                    def within(stack: Stack) -> bool:
+                        if not stack or stack[2] < base:
+                            return False
+                        while stack[2] > base:
+                            stack = stack[1]
+                        return stack == frame
 
-                kept = [(q, stack) for q, stack in configs if within(stack)]
-                inside = frozenset((q, rebased(stack)) for q, stack in kept)
+                    kept = [(q, stack) for q, stack in configs if within(stack)]
+                    inside = frozenset([(q, rebased(stack)) for q, stack in kept])
                 outside = configs.difference(kept)
                 found = (
                     self._intern((inside, False)),
