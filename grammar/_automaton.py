@@ -271,6 +271,14 @@ Stack = tuple  # (return state, parent stack, depth) or () for the empty stack
 class Automaton:
     """Deterministic byte automaton over sets of (NFA state, return stack) configurations."""
 
+    # Slots: attribute reads are most of the hot paths, and stay fast however many there are.
+    __slots__ = (
+        "nfa", "class_of", "class_list", "_reps", "_class_edges", "n_classes", "class_bounds", "single_byte",
+        "_forced", "configs", "index", "accepting", "depths", "rows", "_whole", "_capacity", "table", "exits",
+        "_exit_config", "_frames", "_moves", "_single_moves", "_link_bytes", "links", "_jumps", "_runs",
+        "_spans", "_locals", "start",
+    )
+
     def __init__(self, rules: Rules):
         graph = rules.graph()
         self.nfa = nfa = _NFA(rules, graph)
