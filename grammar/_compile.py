@@ -44,7 +44,7 @@ _UTF8_SHAPES = (
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class StateMask:
     """The tokens one grammar state allows, kept in whichever form is smaller.
 
@@ -742,7 +742,7 @@ class CompiledGrammar:
         return self._completion
 
 
-@dataclass
+@dataclass(slots=True)
 class _Inside:
     """What the tokens do from one state seen inside a call frame, whoever made the call."""
 
@@ -762,7 +762,7 @@ class _Inside:
                    + self.long_kept.nbytes + self.long_cross.nbytes)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Track:
     """What a walk from a frame-relative state notes on the way (see `_walk`)."""
 
