@@ -248,8 +248,8 @@ class CompiledGrammar:
         if inside.cross.size:
             if resume is None:
                 resume = self.automaton.state_at(frame[0], frame[1])
-            # Only the crossing tokens whose next byte `resume` allows can go on there.
-            go_on = self.automaton.byte_row(resume)[inside.cross_byte] >= 0
+            # Only the crossing tokens whose next byte `resume` has an edge on can go on there.
+            go_on = _byte_set(self.automaton.byte_spans(resume))[inside.cross_byte]
             if go_on.any():
                 crossing, ends = self._walk(resume, inside.cross[go_on], start=inside.cross_from[go_on])
                 extra.append(t.order[self._without_doomed(crossing, ends)[0]])
@@ -789,6 +789,14 @@ def _spelling(sorted_bytes: tuple[bytes, ...], prefix: bytes, lo: int) -> tuple[
     while hi < len(sorted_bytes) and sorted_bytes[hi] == prefix:
         hi += 1
     return lo, hi
+
+
+def _byte_set(spans: list[tuple[int, int]]) -> np.ndarray:
+    """The 256 bytes as booleans, True in the half-open ranges `spans`."""
+    found = np.zeros(256, dtype=bool)
+    for b0, b1 in spans:
+        found[b0:b1] = True
+    return found
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
