@@ -22,6 +22,7 @@ from ._tokens import MATRIX_WIDTH, LoopClass, TokenTables, token_tables
 _NO_WORDS = np.zeros(0, np.int32)
 _NO_IDS = np.zeros(0, np.int64)
 _NO_BYTES = np.zeros(0, np.uint8)
+_FIRST = np.ones(1, dtype=bool)
 _FEW_WORDS = 8  # bitmask words a mask writes one by one rather than by fancy indexing
 _SMALL = 64  # allowed ids up to which a mask is assembled without numpy
 _FEW_WALKS = 24  # tokens up to which stepping each in Python beats a vectorised walk
@@ -94,9 +95,10 @@ def packed_words(ids: np.ndarray, inverted: bool) -> tuple[np.ndarray, np.ndarra
     """The bitmask words a sorted id list touches, and their contents."""
     if ids.size == 0:
         return np.zeros(0, np.int32), np.zeros(0, np.int32)
-    word = ids.astype(np.int64) >> 5
-    bits = np.left_shift(np.int64(1), ids.astype(np.int64) & 31)
-    starts = np.flatnonzero(np.r_[True, word[1:] != word[:-1]])
+    ids64 = ids.astype(np.int64)
+    word = ids64 >> 5
+    bits = np.left_shift(np.int64(1), ids64 & 31)
+    starts = np.flatnonzero(np.concatenate((_FIRST, word[1:] != word[:-1])))
     merged = np.bitwise_or.reduceat(bits, starts)
     if inverted:
         merged = ~merged
