@@ -153,9 +153,11 @@ class _NFA:
 
     def __init__(self, rules: Rules, graph: dict[str, list[str]]):
         self.rules = rules
-        self.byte_edges: list[list[tuple[int, int, int]]] = []
-        self.eps: list[list[int]] = []
-        self.calls: list[list[tuple[int, int]]] = []  # (callee start state, return state)
+        # Each state's edges are tuples, extended as they are added: tuples of numbers drop out
+        # of the cycle collector's view, where hundreds of lists per grammar would stay in it.
+        self.byte_edges: list[tuple[tuple[int, int, int], ...]] = []
+        self.eps: list[tuple[int, ...]] = []
+        self.calls: list[tuple[tuple[int, int], ...]] = []  # (callee start state, return state)
         self.rule_end: list[bool] = []
         self.recursive = _recursive_rules(graph)
         check_left_recursion(rules, graph, self.recursive)
@@ -180,9 +182,9 @@ class _NFA:
             raise LimitError(
                 f"grammar too large: more than {MAX_NFA_STATES} automaton states", keyword="size"
             )
-        self.byte_edges.append([])
-        self.eps.append([])
-        self.calls.append([])
+        self.byte_edges.append(())
+        self.eps.append(())
+        self.calls.append(())
         self.rule_end.append(False)
         return len(self.eps) - 1
 
@@ -197,7 +199,7 @@ class _NFA:
         if isinstance(node, Lit):
             for byte in node.text.encode("utf-8", "surrogatepass"):
                 t = self.new()
-                self.byte_edges[s].append((byte, byte, t))
+                self.byte_edges[s] += ((byte, byte, t),)
                 s = t
             return s
         if isinstance(node, Chars):
@@ -213,30 +215,31 @@ class _NFA:
             for item in node.items:
                 # A fresh entry per branch keeps loops inside one branch from leaking into others.
                 entry = self.new()
-                self.eps[s].append(entry)
-                self.eps[self._emit(item, entry, inlining)].append(end)
+                self.eps[s] += (entry,)
+                self.eps[self._emit(item, entry, inlining)] += (end,)
             return end
         if isinstance(node, Repeat):
             for _ in range(node.min):
                 s = self._emit(node.item, s, inlining)
             if node.max is None:
                 loop = self.new()
-                self.eps[s].append(loop)
+                self.eps[s] += (loop,)
                 body_end = self._emit(node.item, loop, inlining)
-                self.eps[body_end].append(loop)
+                self.eps[body_end] += (loop,)
                 return loop
             end = self.new()
             for _ in range(node.max - node.min):
-                self.eps[s].append(end)
+                self.eps[s] += (end,)
                 s = self._emit(node.item, s, inlining)
-            self.eps[s].append(end)
+            self.eps[s] += (end,)
             return end
         if isinstance(node, Ref):
             if node.name not in self.rules.rules:
                 raise CompileError(f"rule {node.name!r} is not defined", keyword="ref")
             if node.name in self.recursive or node.name in self.shared:
                 ret = self.new()
-                self.calls[s].append((self._start_of(node.name), ret))
+                callee = self._start_of(node.name)
+                self.calls[s] += ((callee, ret),)
                 return ret
             if node.name in inlining:  # cannot happen for non-recursive rules
                 raise CompileError(f"rule {node.name!r} refers to itself", keyword="ref")
@@ -256,10 +259,10 @@ class _NFA:
     def _emit_trie(self, trie: dict, s: int, end: int) -> None:
         for (lo, hi), sub in trie.items():
             if not sub:
-                self.byte_edges[s].append((lo, hi, end))
+                self.byte_edges[s] += ((lo, hi, end),)
             else:
                 t = self.new()
-                self.byte_edges[s].append((lo, hi, t))
+                self.byte_edges[s] += ((lo, hi, t),)
                 self._emit_trie(sub, t, end)
 
 
