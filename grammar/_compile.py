@@ -475,13 +475,14 @@ class CompiledGrammar:
                 more, more_ends = self._walk(s, np.arange(lo, hi, dtype=np.int64), start=len(run))
                 positions.extend(more.tolist())
                 ends.extend(more_ends.tolist())
-        doomed = self._doomed_ends(ends)
+        doomed = self._doomed_ends(ends) if a.nfa.recursive else None
         if doomed:
             kept = [(p, v) for p, v in zip(positions, ends) if v not in doomed]
             positions, ends = [p for p, _ in kept], [v for _, v in kept]
         ids = [t.order.item(p) for p in positions] if len(positions) <= _FEW else t.order[positions].tolist()
-        long_ids, long_ends = self._walk_long(state, t.long_starting(a.forced_byte(state)))
-        if long_ids.size:
+        long = t.long_starting(a.forced_byte(state))
+        if long.size:
+            long_ids, long_ends = self._walk_long(state, long)
             ids.extend(long_ids.tolist())
             ends.extend(long_ends.tolist())
         return ids, (None if None in ends else ends)
