@@ -25,7 +25,7 @@ _NO_BYTES = np.zeros(0, np.uint8)
 _FIRST = np.ones(1, dtype=bool)
 _FEW_WORDS = 8  # bitmask words a mask writes one by one rather than by fancy indexing
 _SMALL = 64  # allowed ids up to which a mask is assembled without numpy
-_FEW_WALKS = 24  # tokens up to which stepping each in Python beats a vectorised walk
+_FEW_WALKS = 48  # tokens up to which stepping each in Python beats a vectorised walk
 _FEW = 8  # tokens still walking below which `_walk` finishes them one by one
 _WIDE_RUN = 64  # tokens sharing a prefix past which a search over prefixes hands them to `_walk` ...
 _WIDE_BYTES = 32  # ... if the state after the prefix allows at least this many next bytes
