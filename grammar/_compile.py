@@ -435,6 +435,7 @@ class CompiledGrammar:
         run = b""
         s = state  # the state after `run`
         lo = 0
+        end = t.first_end[a.forced_byte(state)]  # every token that starts with the run lies before
         spelled = True  # whether some token spells all of `run`
         while len(run) < MATRIX_WIDTH:
             link = None if number_ends or a.depths[s] >= MAX_STACK_DEPTH else a.links[s]
@@ -443,7 +444,7 @@ class CompiledGrammar:
                 # tokens that end inside it lead to states left unnumbered.
                 text, offset, after = a.literal_run(link[0])
                 for k in range(offset + 1, len(text)):
-                    lo, hi = _spelling(sorted_bytes, run + text[offset:k], lo)
+                    lo, hi = _spelling(sorted_bytes, run + text[offset:k], lo, end)
                     if lo < 0:
                         spelled = False
                         break
@@ -462,15 +463,15 @@ class CompiledGrammar:
             if s < 0:
                 spelled = False
                 break
-            lo, hi = _spelling(sorted_bytes, run, lo)
+            lo, hi = _spelling(sorted_bytes, run, lo, end)
             if lo < 0:
                 spelled = False  # no token spells this much of the run, so none spells more
                 break
             positions.extend(range(lo, hi))
             ends.extend([s] * (hi - lo))
         if spelled:  # the run ended: the tokens that spell all of it and go on
-            lo = bisect.bisect_right(sorted_bytes, run, lo)
-            hi = bisect.bisect_right(sorted_bytes, run + b"\xff" * MATRIX_WIDTH, lo)
+            lo = bisect.bisect_right(sorted_bytes, run, lo, end)
+            hi = bisect.bisect_right(sorted_bytes, run + b"\xff" * MATRIX_WIDTH, lo, end)
             if hi > lo and a.configs[s]:  # (a state with no configurations only ends the document)
                 more, more_ends = self._walk(s, np.arange(lo, hi, dtype=np.int64), start=len(run))
                 positions.extend(more.tolist())
@@ -781,15 +782,15 @@ def _size_of(pairs: tuple[tuple[int, int], ...] | None) -> int:
     return sys.getsizeof(pairs) + sum(sys.getsizeof(p) + sys.getsizeof(p[0]) + sys.getsizeof(p[1]) for p in pairs)
 
 
-def _spelling(sorted_bytes: tuple[bytes, ...], prefix: bytes, lo: int) -> tuple[int, int]:
-    """The sorted position (at `lo` or past it) of the first token that starts with
-    `prefix`, and the end of the tokens that are exactly `prefix`; (-1, -1) where no token
-    starts with it."""
-    lo = bisect.bisect_left(sorted_bytes, prefix, lo)
-    if lo == len(sorted_bytes) or not sorted_bytes[lo].startswith(prefix):
+def _spelling(sorted_bytes: tuple[bytes, ...], prefix: bytes, lo: int, end: int) -> tuple[int, int]:
+    """The sorted position (in lo..end, which holds every token that starts with `prefix`)
+    of the first token that starts with `prefix`, and the end of the tokens that are exactly
+    `prefix`; (-1, -1) where no token starts with it."""
+    lo = bisect.bisect_left(sorted_bytes, prefix, lo, end)
+    if lo == end or not sorted_bytes[lo].startswith(prefix):
         return -1, -1
     hi = lo
-    while hi < len(sorted_bytes) and sorted_bytes[hi] == prefix:
+    while hi < end and sorted_bytes[hi] == prefix:
         hi += 1
     return lo, hi
 
