@@ -546,6 +546,7 @@ class CompiledGrammar:
         that allows many bytes hands its run of tokens to the vectorised walk."""
         a = self.automaton
         sorted_bytes = self.tables.sorted_bytes
+        first_end = self.tables.first_end
         positions: list[int] = []
         ends: list[int] = []
         passed: list[int] = []
@@ -571,8 +572,11 @@ class CompiledGrammar:
             spans = a.byte_spans(s)
             runs = []  # per span of next bytes, the run of tokens that spell one of them next
             for b0, b1 in spans:
-                r = bisect.bisect_left(sorted_bytes, prefix + _BYTES[b0], lo, hi)
-                stop = hi if b1 == 256 else bisect.bisect_left(sorted_bytes, prefix + _BYTES[b1], r, hi)
+                if k:
+                    r = bisect.bisect_left(sorted_bytes, prefix + _BYTES[b0], lo, hi)
+                    stop = hi if b1 == 256 else bisect.bisect_left(sorted_bytes, prefix + _BYTES[b1], r, hi)
+                else:  # the first byte: its runs are in the token tables
+                    r, stop = first_end[b0 - 1] if b0 else 0, first_end[b1 - 1]
                 if r < stop:
                     runs.append((r, stop))
             if hi - lo > _WIDE_RUN and sum(b1 - b0 for b0, b1 in spans) >= _WIDE_BYTES:
@@ -584,7 +588,10 @@ class CompiledGrammar:
             for r, stop in runs:
                 while r < stop:  # one run of tokens per next byte they spell
                     b = sorted_bytes[r][k]
-                    run_end = stop if b == 255 else bisect.bisect_left(sorted_bytes, prefix + _BYTES[b + 1], r, stop)
+                    if not k:
+                        run_end = first_end[b]
+                    else:
+                        run_end = stop if b == 255 else bisect.bisect_left(sorted_bytes, prefix + _BYTES[b + 1], r, stop)
                     nxt = a.step(s, b)
                     if nxt >= 0:
                         if len(sorted_bytes[run_end - 1]) == k + 1:
