@@ -434,8 +434,9 @@ class CompiledGrammar:
         ends: list[int | None] = []
         run = b""
         s = state  # the state after `run`
-        lo = 0
-        end = t.first_end[a.forced_byte(state)]  # every token that starts with the run lies before
+        first = a.forced_byte(state)
+        # The tokens that start with the run's first byte, in sorted order.
+        lo, end = t.first_end[first - 1] if first else 0, t.first_end[first]
         spelled = True  # whether some token spells all of `run`
         while len(run) < MATRIX_WIDTH:
             link = None if number_ends or a.depths[s] >= MAX_STACK_DEPTH else a.links[s]
@@ -481,7 +482,7 @@ class CompiledGrammar:
             kept = [(p, v) for p, v in zip(positions, ends) if v not in doomed]
             positions, ends = [p for p, _ in kept], [v for _, v in kept]
         ids = [t.order.item(p) for p in positions] if len(positions) <= _FEW else t.order[positions].tolist()
-        long = t.long_starting(a.forced_byte(state))
+        long = t.long_starting(first)
         if long.size:
             long_ids, long_ends = self._walk_long(state, long)
             ids.extend(long_ids.tolist())
@@ -793,7 +794,8 @@ def _spelling(sorted_bytes: tuple[bytes, ...], prefix: bytes, lo: int, end: int)
     """The sorted position (in lo..end, which holds every token that starts with `prefix`)
     of the first token that starts with `prefix`, and the end of the tokens that are exactly
     `prefix`; (-1, -1) where no token starts with it."""
-    lo = bisect.bisect_left(sorted_bytes, prefix, lo, end)
+    if lo < end and sorted_bytes[lo] < prefix:
+        lo = bisect.bisect_left(sorted_bytes, prefix, lo, end)
     if lo == end or not sorted_bytes[lo].startswith(prefix):
         return -1, -1
     hi = lo
