@@ -436,7 +436,7 @@ class CompiledGrammar:
         s = state  # the state after `run`
         first = a.forced_byte(state)
         # The tokens that start with the run's first byte, in sorted order.
-        lo, end = t.first_end[first - 1] if first else 0, t.first_end[first]
+        lo, end = t.first_start[first], t.first_start[first + 1]
         spelled = True  # whether some token spells all of `run`
         while len(run) < MATRIX_WIDTH:
             link = None if number_ends or a.depths[s] >= MAX_STACK_DEPTH else a.links[s]
@@ -514,9 +514,7 @@ class CompiledGrammar:
 
     def _doomed_ends(self, ends) -> set[int]:
         """The doomed states among `ends` (None, a state not numbered, is never one: it lies
-        below the depth bound)."""
-        if not self.automaton.nfa.recursive:
-            return set()
+        below the depth bound). Only recursion can doom a state; callers ask only then."""
         depths = self.automaton.depths
         return {v for v in set(ends) if v is not None and depths[v] >= MAX_STACK_DEPTH and self._doomed(v)}
 
@@ -547,7 +545,7 @@ class CompiledGrammar:
         that allows many bytes hands its run of tokens to the vectorised walk."""
         a = self.automaton
         sorted_bytes = self.tables.sorted_bytes
-        first_end = self.tables.first_end
+        first_start = self.tables.first_start
         positions: list[int] = []
         ends: list[int] = []
         passed: list[int] = []
@@ -577,7 +575,7 @@ class CompiledGrammar:
                     r = bisect.bisect_left(sorted_bytes, prefix + _BYTES[b0], lo, hi)
                     stop = hi if b1 == 256 else bisect.bisect_left(sorted_bytes, prefix + _BYTES[b1], r, hi)
                 else:  # the first byte: its runs are in the token tables
-                    r, stop = first_end[b0 - 1] if b0 else 0, first_end[b1 - 1]
+                    r, stop = first_start[b0], first_start[b1]
                 if r < stop:
                     runs.append((r, stop))
             if hi - lo > _WIDE_RUN and sum(b1 - b0 for b0, b1 in spans) >= _WIDE_BYTES:
@@ -590,7 +588,7 @@ class CompiledGrammar:
                 while r < stop:  # one run of tokens per next byte they spell
                     b = sorted_bytes[r][k]
                     if not k:
-                        run_end = first_end[b]
+                        run_end = first_start[b + 1]
                     else:
                         run_end = stop if b == 255 else bisect.bisect_left(sorted_bytes, prefix + _BYTES[b + 1], r, stop)
                     nxt = a.step(s, b)

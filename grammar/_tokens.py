@@ -72,9 +72,9 @@ class TokenTables:
             np.frombuffer(flat, dtype=np.uint8).reshape(n, width).T
         ) if n else np.zeros((1, 0), np.uint8)
         first = self.matrix[0] if n else np.zeros(0, np.uint8)
-        # Per byte b, the sorted position past every token whose first byte is b or less: a
-        # bisection for a prefix need not look further.
-        self.first_end: list[int] = np.searchsorted(first, np.arange(256), side="right").tolist()
+        # The tokens whose first byte is b lie at sorted positions first_start[b] up to
+        # first_start[b + 1]: a bisection for a prefix need not look outside them.
+        self.first_start: list[int] = np.searchsorted(first, np.arange(257), side="left").tolist()
         # Bytes some token spells alone: a completion made of them can always be written.
         self.single_bytes = np.zeros(256, dtype=bool)
         self.single_bytes[first[self.lens == 1]] = True
