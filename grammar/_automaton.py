@@ -485,12 +485,6 @@ class Automaton:
                 else:
                     bottom: dict[Stack, Stack] = {frame: exit_frame}
 
-                    def rebased(stack: Stack) -> Stack:
-                        moved = bottom.get(stack)
-                        if moved is None:
-                            moved = bottom[stack] = (stack[0], rebased(stack[1]), stack[2] - base)
-                        return moved
-
                     def within(stack: Stack) -> bool:
                         if not stack or stack[2] < base:
                             return False
@@ -499,7 +493,7 @@ class Automaton:
                         return stack == frame
 
                     kept = [(q, stack) for q, stack in configs if within(stack)]
-                    inside = frozenset([(q, rebased(stack)) for q, stack in kept])
+                    inside = frozenset([(q, _rebased(stack, bottom, base)) for q, stack in kept])
                 outside = configs.difference(kept)
                 found = (
                     self._intern((inside, False)),
@@ -760,6 +754,15 @@ class Automaton:
         more = ", ..." if len(expects) > 8 else ""
         depth = max((stack_depth(st) for _, st in self.configs[s]), default=0)
         return f"state {s} (depth {depth}, expects bytes {shown}{more}; complete={self.accepting[s]})"
+
+
+def _rebased(stack: Stack, bottom: dict[Stack, Stack], base: int) -> Stack:
+    """`stack` with its frames at depth `base` and below replaced as `bottom` maps them (the
+    frames found on the way are added to it)."""
+    moved = bottom.get(stack)
+    if moved is None:
+        moved = bottom[stack] = (stack[0], _rebased(stack[1], bottom, base), stack[2] - base)
+    return moved
 
 
 def _byte_range(lo: int, hi: int) -> str:

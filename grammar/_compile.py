@@ -713,23 +713,25 @@ class CompiledGrammar:
         if hit is not None:
             return hit
         a = self.automaton
-
-        def loops(s: int, shape: tuple) -> bool:
-            if not shape:
-                return s == state
-            lo, hi = shape[0]
+        # Depth first over (state, shape, bytes read), each class of each byte once per state;
+        # iterative, as a recursive closure would hold the automaton in a reference cycle.
+        hit = True
+        for shape in _UTF8_SHAPES:
+            todo = [(state, 0)]
             seen = set()
-            for b in a.representatives(lo, hi):
-                nxt = a.step(s, b)
-                if nxt < 0:
-                    return False
-                if nxt not in seen:
-                    seen.add(nxt)
-                    if not loops(nxt, shape[1:]):
-                        return False
-            return True
-
-        hit = all(loops(state, shape) for shape in _UTF8_SHAPES)
+            while hit and todo:
+                s, i = todo.pop()
+                lo, hi = shape[i]
+                for b in a.representatives(lo, hi):
+                    nxt = a.step(s, b)
+                    if nxt < 0 or (i + 1 == len(shape) and nxt != state):
+                        hit = False
+                        break
+                    if i + 1 < len(shape) and (nxt, i + 1) not in seen:
+                        seen.add((nxt, i + 1))
+                        todo.append((nxt, i + 1))
+            if not hit:
+                break
         self._utf8_loop[state] = hit
         return hit
 

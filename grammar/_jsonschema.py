@@ -454,76 +454,78 @@ class _Compiler:
         branching: list[tuple[str, Place]] = []
         seen: set[tuple] = set()
 
-        def visit(place: Place, path: tuple) -> bool:
-            if place.key in path:
-                raise CompileError(
-                    "$ref/allOf cycle that never reaches a value (the validator recurses forever)",
-                    keyword="$ref",
-                    pointer=place.pointer,
-                )
-            if place.key in seen:
-                return True
-            seen.add(place.key)
-            schema = place.schema
-            if schema is True:
-                return True
-            if schema is False:
-                return False
-            if not isinstance(schema, dict):
-                raise CompileError("a schema must be an object or a boolean", pointer=place.pointer)
-            path = path + (place.key,)
-            if len(path) > MAX_DEPTH:
-                raise LimitError("$ref/allOf chain too deep", pointer=place.pointer)
-            facets.append(place)
-            legacy_ref = place.dialect in LEGACY and "$ref" in schema
-            if legacy_ref:
-                for keyword in schema:
-                    if keyword != "$ref" and not isinstance(keyword, _Internal):
-                        self.ignore(keyword, place.pointer)
-                if "$ref" not in place.done:
-                    target = self.resolve(place)
-                    if target is not None and not visit(target, path):
-                        return False
-                return True
-            for keyword in schema:
-                if keyword in place.done:
-                    continue
-                if keyword == "$ref":
-                    target = self.resolve(place)
-                    if target is not None and not visit(target, path):
-                        return False
-                elif keyword == "allOf" and keyword in VALIDATORS[place.dialect]:
-                    children = schema["allOf"]
-                    if not isinstance(children, list):
-                        raise CompileError("allOf must be an array", keyword="allOf", pointer=place.pointer)
-                    for i in range(len(children)):
-                        if not visit(self.child(place, "allOf", i), path):
-                            return False
-                elif keyword is ALL:
-                    for child in schema[ALL]:
-                        if not visit(child, path):
-                            return False
-                elif keyword == "not" and keyword in VALIDATORS[place.dialect]:
-                    inner = self.child(place, "not")
-                    negation = self.negation(inner, 0)
-                    if negation is not None and not self.exact_negation(inner):
-                        negation = None
-                    if negation is None:
-                        self.refuse("cannot enforce this 'not' soundly", "not", place.pointer)
-                    elif not visit(negation, path):
-                        return False
-                elif keyword in _BRANCHING and keyword in VALIDATORS[place.dialect]:
-                    branching.append((keyword, place))
-            return True
-
         for place in conj:
-            if not visit(place, ()):
+            if not self._visit(place, (), seen, facets, branching):
                 return None
         done = ("$ref", "allOf", "not", ALL)
         # Branch owners as the conjuncts returned, so `_expand` can tell which one to drop
         # the branching keyword from (else it is distributed again, squaring the branches).
         applied = {f.key: f.without(*done) for f in facets}
         return list(applied.values()), [(keyword, applied[owner.key]) for keyword, owner in branching]
+
+    def _visit(self, place: Place, path: tuple, seen: set[tuple], facets: list[Place],
+               branching: list[tuple[str, Place]]) -> bool:
+        """`flatten` of one conjunct reached along `path`: False if it is `false`."""
+        if place.key in path:
+            raise CompileError(
+                "$ref/allOf cycle that never reaches a value (the validator recurses forever)",
+                keyword="$ref",
+                pointer=place.pointer,
+            )
+        if place.key in seen:
+            return True
+        seen.add(place.key)
+        schema = place.schema
+        if schema is True:
+            return True
+        if schema is False:
+            return False
+        if not isinstance(schema, dict):
+            raise CompileError("a schema must be an object or a boolean", pointer=place.pointer)
+        path = path + (place.key,)
+        if len(path) > MAX_DEPTH:
+            raise LimitError("$ref/allOf chain too deep", pointer=place.pointer)
+        facets.append(place)
+        legacy_ref = place.dialect in LEGACY and "$ref" in schema
+        if legacy_ref:
+            for keyword in schema:
+                if keyword != "$ref" and not isinstance(keyword, _Internal):
+                    self.ignore(keyword, place.pointer)
+            if "$ref" not in place.done:
+                target = self.resolve(place)
+                if target is not None and not self._visit(target, path, seen, facets, branching):
+                    return False
+            return True
+        for keyword in schema:
+            if keyword in place.done:
+                continue
+            if keyword == "$ref":
+                target = self.resolve(place)
+                if target is not None and not self._visit(target, path, seen, facets, branching):
+                    return False
+            elif keyword == "allOf" and keyword in VALIDATORS[place.dialect]:
+                children = schema["allOf"]
+                if not isinstance(children, list):
+                    raise CompileError("allOf must be an array", keyword="allOf", pointer=place.pointer)
+                for i in range(len(children)):
+                    if not self._visit(self.child(place, "allOf", i), path, seen, facets, branching):
+                        return False
+            elif keyword is ALL:
+                for child in schema[ALL]:
+                    if not self._visit(child, path, seen, facets, branching):
+                        return False
+            elif keyword == "not" and keyword in VALIDATORS[place.dialect]:
+                inner = self.child(place, "not")
+                negation = self.negation(inner, 0)
+                if negation is not None and not self.exact_negation(inner):
+                    negation = None
+                if negation is None:
+                    self.refuse("cannot enforce this 'not' soundly", "not", place.pointer)
+                elif not self._visit(negation, path, seen, facets, branching):
+                    return False
+            elif keyword in _BRANCHING and keyword in VALIDATORS[place.dialect]:
+                branching.append((keyword, place))
+        return True
 
     def resolve(self, place: Place) -> Place | None:
         try:
@@ -1345,24 +1347,25 @@ class _Compiler:
         ws = self.ws
         sep = seq(ws, lit(","), ws)
 
-        def tail(i: int) -> Node:
-            """Items from position i on, given i items already written."""
-            lead = sep if i > 0 else EMPTY
-            if hi is not None and i >= hi:
-                return EMPTY
-            if i >= n_prefix:
-                need = max(0, lo - i)
-                most = None if hi is None else hi - i
-                if rest == NOTHING:
-                    return EMPTY if need == 0 else NOTHING
-                if i > 0:
-                    return repeat(seq(sep, rest), need, most)
-                first = seq(rest, repeat(seq(sep, rest), max(need - 1, 0), None if most is None else most - 1))
-                return first if need > 0 else opt(first)
-            item = seq(lead, positions[i], tail(i + 1))
-            return item if i < lo else opt(item)
-
-        return seq(lit("["), ws, tail(0), ws, lit("]"))
+        # Built from the last position in: item i follows i items already written.
+        stop = n_prefix if hi is None else min(n_prefix, hi)
+        need = max(0, lo - stop)
+        most = None if hi is None else hi - stop
+        if most == 0:
+            items = EMPTY
+        elif rest == NOTHING:
+            items = EMPTY if need == 0 else NOTHING
+        elif stop > 0:
+            items = repeat(seq(sep, rest), need, most)
+        else:
+            items = seq(rest, repeat(seq(sep, rest), max(need - 1, 0), None if most is None else most - 1))
+            if need == 0:
+                items = opt(items)
+        for i in reversed(range(stop)):
+            items = seq(sep if i > 0 else EMPTY, positions[i], items)
+            if i >= lo:
+                items = opt(items)
+        return seq(lit("["), ws, items, ws, lit("]"))
 
     # objects --------------------------------------------------------------------------------
 
@@ -1527,6 +1530,17 @@ class _Compiler:
             first = seq(extra, repeat(seq(sep, extra), max(need - 1, 0), None if most is None else most - 1))
             return first if need > 0 else opt(first)
 
+        if all(required for _, _, required in members):
+            # One path, with no member to skip: the members in order, then the extra ones.
+            parts: list[Node] = []
+            unmet = frozenset(range(len(others)))
+            for count, (name, text, _) in enumerate(members):
+                if hi is not None and count + 1 > hi:
+                    return NOTHING
+                parts.extend((sep, text) if count else (text,))
+                unmet = frozenset(k for k in unmet if name not in others[k][0])
+            return seq(*parts, extras(n, unmet))
+
         def state(i: int, count: int, unmet: frozenset[int]) -> Node:
             c = min(count, cap)
             if (i, c, unmet) in memo:
@@ -1545,17 +1559,10 @@ class _Compiler:
             memo[(i, c, unmet)] = node
             return node
 
-        if all(required for _, _, required in members):
-            # One path, with no member to skip: the members in order, then the extra ones.
-            parts: list[Node] = []
-            unmet = frozenset(range(len(others)))
-            for count, (name, text, _) in enumerate(members):
-                if hi is not None and count + 1 > hi:
-                    return NOTHING
-                parts.extend((sep, text) if count else (text,))
-                unmet = frozenset(k for k in unmet if name not in others[k][0])
-            return seq(*parts, extras(n, unmet))
-        return state(0, 0, frozenset(range(len(others))))
+        try:
+            return state(0, 0, frozenset(range(len(others))))
+        finally:
+            state = None  # noqa: F841 - the closure refers to itself: free it without the cycle collector
 
 
 # --- helpers ----------------------------------------------------------------------------------------
