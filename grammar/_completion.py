@@ -20,6 +20,7 @@ whole document whenever the first state's bound fitted: some token always keeps 
 from __future__ import annotations
 
 import heapq
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,7 +42,9 @@ class Completion:
     """Distances to completion for one compiled grammar (thread-safe under its lock)."""
 
     def __init__(self, compiled: CompiledGrammar) -> None:
-        self.compiled = compiled
+        # A proxy: the compiled grammar owns this object, and a strong reference back would
+        # leave both (and every state) to the cycle collector.
+        self.compiled = weakref.proxy(compiled)
         self._lower: dict[int, tuple[int, bool]] = {}
         self._found: dict[int, int] = {}  # upper bounds the searches proved
         self._spelled: dict[int, int] = {}  # upper bounds from single-byte spellings

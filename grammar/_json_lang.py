@@ -367,11 +367,14 @@ def to_node(d: DFA, rule: Callable[[str, Node], Node], tag: str) -> Node:
         node = alt(EMPTY if d.final[s] else NOTHING, *(seq(chars(rs), target(t, depth)) for t, rs in groups.items()))
         return seq(star(chars(self_loop)), node) if self_loop else node
 
-    root = target(0, 0) if 0 in shared else body(0, 0)
-    while pending:
-        s = pending.pop()
-        rule(f"{tag}-s{s}", body(s, 0))
-    return root
+    try:
+        root = target(0, 0) if 0 in shared else body(0, 0)
+        while pending:
+            s = pending.pop()
+            rule(f"{tag}-s{s}", body(s, 0))
+        return root
+    finally:
+        target = body = None  # noqa: F841 - each closure refers to the other: free them without the cycle collector
 
 
 def _on_cycles(d: DFA) -> set[int]:

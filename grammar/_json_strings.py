@@ -170,7 +170,10 @@ def excluding_text(names: Iterable[str], rule: Callable[[str, Node], Node], tag:
             return rule(f"{tag}-{counter[0]}", body)
         return body
 
-    return seq(lit('"'), build(trie), lit('"'))
+    try:
+        return seq(lit('"'), build(trie), lit('"'))
+    finally:
+        build = None  # noqa: F841 - the closure refers to itself: free it without the cycle collector
 
 
 _END = object()
