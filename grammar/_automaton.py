@@ -25,7 +25,6 @@ from ._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq, walk
 
 DEAD = -1
 UNBUILT = -2
-_UNKNOWN = -2
 
 MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
@@ -176,6 +175,14 @@ class _NFA:
         # A shared leaf rule calls nothing, so it cannot recurse: its calls go past the
         # stack-depth bound, which would otherwise change the language.
         self.leaf_starts = {self.starts[name] for name in self.shared if name in self.starts}
+        # The byte each state reads where it is a *link* of a literal (one single-byte edge,
+        # nothing else: a configuration there has one successor, a configuration again), else -1.
+        self.link_bytes = [
+            edges[0][0] if len(edges) == 1 and edges[0][0] == edges[0][1] and not eps and not calls and not end
+            else -1
+            for edges, eps, calls, end in zip(self.byte_edges, self.eps, self.calls, self.rule_end)
+        ]
+        self.link_bytes[self.root_end] = -1
 
     def new(self) -> int:
         if len(self.eps) >= MAX_NFA_STATES:
@@ -278,7 +285,7 @@ class Automaton:
     __slots__ = (
         "nfa", "class_of", "class_list", "_reps", "_class_edges", "n_classes", "class_bounds", "single_byte",
         "_forced", "configs", "index", "accepting", "depths", "rows", "_whole", "_capacity", "table", "exits",
-        "_exit_config", "_frames", "_moves", "_single_moves", "_link_bytes", "links", "_jumps", "_runs",
+        "_exit_config", "_frames", "_moves", "_single_moves", "link_bytes", "links", "_jumps", "_runs",
         "_spans", "_locals", "start",
     )
 
@@ -299,7 +306,7 @@ class Automaton:
         self._frames: dict[int, tuple[int, Stack, int, int] | None] = {}
         self._moves: dict[frozenset, int] = {}
         self._single_moves: dict[tuple[int, Stack], int] = {}
-        self._link_bytes = [_UNKNOWN] * len(nfa.eps)  # see `link_byte`
+        self.link_bytes = nfa.link_bytes
         self.links: list[tuple[int, Stack] | None] = []  # a state's one configuration, where at a link
         self._jumps: dict[tuple[int, bytes], int] = {}  # (link state, bytes) -> where `walk` leads
         self._runs: dict[int, tuple[bytes, int, int]] = {}  # see `literal_run`
@@ -446,7 +453,7 @@ class Automaton:
         link = None
         if len(kernel) == 1:
             (link,) = kernel
-            if self.link_byte(link[0]) < 0:
+            if self.link_bytes[link[0]] < 0:
                 link = None
         self.links.append(link)
         return sid
@@ -606,6 +613,7 @@ class Automaton:
         cl = self.class_list
         rows = self.rows
         links = self.links
+        link_bytes = self.link_bytes
         edges = self.nfa.byte_edges
         i = 0
         n = len(data)
@@ -614,7 +622,7 @@ class Automaton:
             if link is not None:
                 q, stack = link
                 j = i
-                while j < n and self.link_byte(q) == data[j]:
+                while j < n and link_bytes[q] == data[j]:
                     q = edges[q][0][2]
                     j += 1
                 if j == i:
@@ -646,19 +654,6 @@ class Automaton:
             self._spans[s] = found
         return found
 
-    def link_byte(self, q: int) -> int:
-        """The byte NFA state `q` reads where it is a *link* of a literal (one single-byte edge,
-        nothing else: a state holding only `q` has one successor, holding only its target),
-        else -1."""
-        b = self._link_bytes[q]
-        if b == _UNKNOWN:
-            nfa = self.nfa
-            edges = nfa.byte_edges[q]
-            link = (len(edges) == 1 and edges[0][0] == edges[0][1] and not nfa.eps[q] and not nfa.calls[q]
-                    and not nfa.rule_end[q] and q != nfa.root_end)
-            b = self._link_bytes[q] = edges[0][0] if link else -1
-        return b
-
     def literal_run(self, q: int) -> tuple[bytes, int, int]:
         """The literal that link NFA state `q` lies in: its bytes, the offset of `q`'s byte
         among them, and the NFA state after the last (found once per literal, from the first
@@ -666,10 +661,11 @@ class Automaton:
         found = self._runs.get(q)
         if found is None:
             edges = self.nfa.byte_edges
+            link_bytes = self.link_bytes
             data = bytearray()
             links = []
             p = q
-            while (b := self.link_byte(p)) >= 0:
+            while (b := link_bytes[p]) >= 0:
                 data.append(b)
                 links.append(p)
                 p = edges[p][0][2]
@@ -685,7 +681,7 @@ class Automaton:
         nxt = self._single_moves.get(key)
         if nxt is None:
             # A link's closure is itself: one byte edge and nothing else.
-            closed = (frozenset((key,)), False) if self.link_byte(q) >= 0 else self._closure([key])
+            closed = (frozenset((key,)), False) if self.link_bytes[q] >= 0 else self._closure([key])
             nxt = self._single_moves[key] = self._intern(closed)
         return nxt
 
@@ -696,9 +692,9 @@ class Automaton:
         if found is None:
             found = -1
             link = self.links[s]
-            if link is not None and self.link_byte(self.nfa.byte_edges[link[0]][0][2]) >= 0:
+            if link is not None and self.link_bytes[self.nfa.byte_edges[link[0]][0][2]] >= 0:
                 # Inside a literal, with more of it to come: that byte, its state not numbered.
-                found = self.link_byte(link[0])
+                found = self.link_bytes[link[0]]
             elif not self.accepting[s]:
                 found = self._one_byte(s)
             self._forced[s] = found
