@@ -58,8 +58,8 @@ class StateMask:
     inverted: bool
     words: np.ndarray  # int32 indices of the bitmask words that differ from the background
     values: np.ndarray  # int32 contents of those words
-    # Distinct states the allowed tokens lead to (EOS excluded); None until asked for where the
-    # token set came from a rule's shared inside (see `CompiledGrammar.successors`).
+    # Distinct states the allowed tokens lead to (EOS excluded); None until asked for (see
+    # `CompiledGrammar.successors`): only completion bounds need them, not decoding.
     successors: np.ndarray | None
     pairs: tuple[tuple[int, int], ...] | None = None  # (word, value) when few: set one by one
     row: np.ndarray | None = None  # the whole packed row, kept instead when it is the smaller
@@ -180,12 +180,12 @@ class CompiledGrammar:
         if a.forced_byte(state) >= 0:
             # Most states of a schema sit inside a literal (a key, punctuation): only the tokens
             # that spell part of it, or all of it and more, can follow.
-            ids, ends = self._forced_tokens(state)
+            ids = self._forced_tokens(state)[0]
             if accepting:
                 ids.extend(t.eos_ids.tolist())
             if len(ids) <= _SMALL:
-                return self._small_mask(ids, ends)
-            return self._state_mask([np.array(ids, np.int32)], False, None if ends is None else [np.array(ends, np.int32)])
+                return self._small_mask(ids)
+            return self._state_mask([np.array(ids, np.int32)], False)
         framed = a.frame_split(state) if self._framed else None
         if framed is not None:
             local, frame, outside, depth = framed
@@ -199,24 +199,23 @@ class CompiledGrammar:
                 # Relative depths stand for real ones only while real ones stay under the bound.
                 if depth + inside.reach < MAX_STACK_DEPTH:
                     return self._framed_mask(state, inside, frame, resume, outside, accepting)
-        loop, positions, ends, long_ids = self._walk_from(state)
-        long_ids, long_ends = self._walk_long(state, long_ids)
+        loop, positions, long_ids = self._walk_from(state)
+        long_ids = self._walk_long(state, long_ids)[0]
         if loop is not None:
-            successors = [ends, long_ends, np.array([state], np.int32)]
-            return self._loop_mask(loop, [t.order[positions], long_ids], accepting, successors)
-        return self._state_mask([t.order[positions], long_ids], accepting, [ends, long_ends])
+            return self._loop_mask(loop, [t.order[positions], long_ids], accepting)
+        return self._state_mask([t.order[positions], long_ids], accepting)
 
     def _walk_from(self, state: int, track: _Track | None = None
-                   ) -> tuple[LoopClass | None, np.ndarray, np.ndarray, np.ndarray]:
+                   ) -> tuple[LoopClass | None, np.ndarray, np.ndarray]:
         """Walk every token that may be allowed in `state`: returns its loop class (None unless
         most tokens loop on it), the sorted-order positions of the walked tokens that survive,
-        their end states, and the ids of the long tokens still to walk."""
+        and the ids of the long tokens still to walk."""
         t = self.tables
         spans = self.automaton.byte_spans(state)
         if sum(b1 - b0 for b0, b1 in spans) < _LOOP_BYTES:
             # Too few next bytes for a loop class: no need to number every successor.
             positions, ends = self._prefix_walk(state, track)
-            return (None, *self._without_doomed(positions, ends), t.long_starting_in(spans))
+            return None, self._without_doomed(positions, ends)[0], t.long_starting_in(spans)
         row_np = self.automaton.byte_row(state)
         loop = self._loop_class(state, row_np)
         first = row_np >= 0
@@ -228,7 +227,7 @@ class CompiledGrammar:
             # first byte that may not loop.
             positions, ends = self._walk(state, loop.other_positions, start=loop.other_skip, track=track)
             long_ids = loop.other_long_ids[first[loop.other_long_first]]
-        return (loop, *self._without_doomed(positions, ends), long_ids)
+        return loop, self._without_doomed(positions, ends)[0], long_ids
 
     def _framed_mask(self, state: int, inside: _Inside, frame: tuple, resume: int | None, outside: int,
                      accepting: bool) -> StateMask:
@@ -243,9 +242,9 @@ class CompiledGrammar:
         if base is None:
             parts = [t.order[inside.positions], inside.long_kept]
             if inside.loop is not None:
-                base = inside.base = self._loop_mask(inside.loop, parts, False, None)
+                base = inside.base = self._loop_mask(inside.loop, parts, False)
             else:
-                base = inside.base = self._state_mask(parts, False, None)
+                base = inside.base = self._state_mask(parts, False)
         extra = []
         if inside.cross.size:
             if resume is None:
@@ -265,14 +264,14 @@ class CompiledGrammar:
         if not extra:
             return StateMask(base.count, base.ids, base.inverted, base.words, base.values, None, base.pairs, base.row)
         if not base.inverted:
-            return self._state_mask([base.ids, *extra], False, None)
-        return self._all_but(base.ids, np.concatenate(extra), None)
+            return self._state_mask([base.ids, *extra], False)
+        return self._all_but(base.ids, np.concatenate(extra))
 
     def _inside_of(self, local: int) -> _Inside:
         """Walk the tokens from a state seen inside its frame (see `Automaton.frame_split`),
         noting each token that reaches the frame's end with bytes still to go."""
         track = _Track([] if self.automaton.nfa.recursive else None)
-        loop, positions, _, long_ids = self._walk_from(local, track)
+        loop, positions, long_ids = self._walk_from(local, track)
         long_kept, long_cross = self._split_long(local, long_ids, track)
         depths = self.automaton.depths
         passed = np.concatenate(track.passed).tolist() if track.passed else []
@@ -314,18 +313,16 @@ class CompiledGrammar:
             track.passed.append(np.array(passed, np.int32))
         return np.array(kept, np.int32), np.array(crossing, np.int32)
 
-    def _loop_mask(self, loop: LoopClass, parts: list[np.ndarray], accepting: bool,
-                   successors: list[np.ndarray] | None) -> StateMask:
+    def _loop_mask(self, loop: LoopClass, parts: list[np.ndarray], accepting: bool) -> StateMask:
         """The mask of a state most tokens loop on: the loop class's complement less the ids
         in `parts` (which may overlap; and EOS where `accepting`), without a pass over the
         vocabulary."""
         if accepting:
             parts = [*parts, self.tables.eos_ids]
-        succ = None if successors is None else _distinct(np.concatenate(successors))
         # Every id outside the loop class, sorted, is disallowed unless `parts` allow it.
-        return self._all_but(loop.other_ids, np.concatenate(parts), succ)
+        return self._all_but(loop.other_ids, np.concatenate(parts))
 
-    def _all_but(self, disallowed: np.ndarray, allowed: np.ndarray, succ: np.ndarray | None) -> StateMask:
+    def _all_but(self, disallowed: np.ndarray, allowed: np.ndarray) -> StateMask:
         """The mask of every id but those of the sorted `disallowed` that are not in `allowed`,
         in its smaller form."""
         t = self.tables
@@ -340,10 +337,10 @@ class CompiledGrammar:
         if count * 2 <= t.size:  # few allowed after all: keep those instead
             kept = np.ones(t.size, dtype=bool)
             kept[disallowed] = False
-            return self._pooled(np.flatnonzero(kept).astype(np.int32), False, count, succ)
-        return self._pooled(disallowed, True, count, succ)
+            return self._pooled(np.flatnonzero(kept).astype(np.int32), False, count)
+        return self._pooled(disallowed, True, count)
 
-    def _state_mask(self, parts: list[np.ndarray], accepting: bool, successors: list[np.ndarray] | None) -> StateMask:
+    def _state_mask(self, parts: list[np.ndarray], accepting: bool) -> StateMask:
         """The mask of the ids in `parts` (which may overlap; plus EOS where `accepting`), in
         its smaller form."""
         t = self.tables
@@ -351,8 +348,7 @@ class CompiledGrammar:
             parts = [*parts, t.eos_ids]
         total = sum(p.size for p in parts)
         if total <= _SMALL:
-            ends = None if successors is None else [v for e in successors for v in e.tolist()]
-            return self._small_mask([i for p in parts for i in p.tolist()], ends)
+            return self._small_mask([i for p in parts for i in p.tolist()])
         if total * 2 <= t.size:
             ids, inverted = np.unique(np.concatenate(parts)).astype(np.int32), False
             count = int(ids.size)
@@ -365,10 +361,9 @@ class CompiledGrammar:
                 ids, inverted = np.flatnonzero(allowed).astype(np.int32), False
             else:
                 ids, inverted = np.flatnonzero(~allowed).astype(np.int32), True
-        succ = None if successors is None else _distinct(np.concatenate(successors))
-        return self._pooled(ids, inverted, count, succ)
+        return self._pooled(ids, inverted, count)
 
-    def _pooled(self, ids: np.ndarray, inverted: bool, count: int, succ: np.ndarray | None) -> StateMask:
+    def _pooled(self, ids: np.ndarray, inverted: bool, count: int) -> StateMask:
         """A state's mask over the pooled copy of its id set (made on first use)."""
         t = self.tables
         # States with the same token set (every plain string state, say) share one copy.
@@ -379,7 +374,7 @@ class CompiledGrammar:
             padding = np.arange(t.size, -(-t.size // 32) * 32, dtype=np.int32)
             cleared = np.concatenate([ids, padding]) if inverted else ids
             shared = self._pool[key] = self._share(ids, *packed_words(cleared, inverted), inverted)
-        return StateMask(count, shared[0], inverted, shared[1], shared[2], succ, shared[3], shared[4])
+        return StateMask(count, shared[0], inverted, shared[1], shared[2], None, shared[3], shared[4])
 
     def _share(self, ids: np.ndarray, words: np.ndarray, values: np.ndarray, inverted: bool = False) -> tuple:
         """One token set's arrays, as words and values or, where that is larger, the row."""
@@ -393,8 +388,8 @@ class CompiledGrammar:
             shared = (ids, words, values, word_pairs(words, values), None)
         return shared
 
-    def _small_mask(self, ids: list[int], ends: list[int] | None) -> StateMask:
-        """A mask of a handful of allowed `ids` (EOS included) whose tokens lead to `ends`, in
+    def _small_mask(self, ids: list[int]) -> StateMask:
+        """A mask of a handful of allowed `ids` (EOS included), in
         plain Python: at this size numpy's fixed cost per call is what a mask would spend its
         time on."""
         allowed = sorted(set(ids))
@@ -414,8 +409,7 @@ class CompiledGrammar:
                 values = np.array(list(packed.values()), dtype=np.uint32).view(np.int32)
                 shared = self._share(ids_np, words, values)
             self._small_pool[key] = shared
-        succ = None if ends is None else np.array(sorted(set(ends)), np.int32)
-        return StateMask(len(allowed), shared[0], False, shared[1], shared[2], succ, shared[3], shared[4])
+        return StateMask(len(allowed), shared[0], False, shared[1], shared[2], None, shared[3], shared[4])
 
     def _forced_tokens(self, state: int, number_ends: bool = False) -> tuple[list[int], list[int] | None]:
         """Tokens allowed in a state that forces its next bytes: those that spell a prefix of
