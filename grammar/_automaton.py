@@ -186,14 +186,26 @@ class _NFA:
 
     def new(self) -> int:
         if len(self.eps) >= MAX_NFA_STATES:
-            raise LimitError(
-                f"grammar too large: more than {MAX_NFA_STATES} automaton states", keyword="size"
-            )
+            raise _too_large()
         self.byte_edges.append(())
         self.eps.append(())
         self.calls.append(())
         self.rule_end.append(False)
         return len(self.eps) - 1
+
+    def new_chain(self, s: int, data: bytes) -> int:
+        """Fresh states reading `data` one byte each from state `s`; returns the last."""
+        first = len(self.eps)
+        n = len(data)
+        if first + n > MAX_NFA_STATES:
+            raise _too_large()
+        self.byte_edges[s] += ((data[0], data[0], first),)
+        self.byte_edges += [((b, b, first + i),) for i, b in enumerate(data[1:], 1)]
+        self.byte_edges.append(())
+        self.eps += [()] * n
+        self.calls += [()] * n
+        self.rule_end += [False] * n
+        return first + n - 1
 
     def _start_of(self, name: str) -> int:
         if name not in self.starts:
@@ -204,11 +216,8 @@ class _NFA:
     def _emit(self, node: Node, s: int, inlining: tuple[str, ...]) -> int:
         """Add `node`'s fragment starting at state `s`; return its end state."""
         if isinstance(node, Lit):
-            for byte in node.text.encode("utf-8", "surrogatepass"):
-                t = self.new()
-                self.byte_edges[s] += ((byte, byte, t),)
-                s = t
-            return s
+            # Most states are these: made at once.
+            return self.new_chain(s, node.text.encode("utf-8", "surrogatepass"))
         if isinstance(node, Chars):
             end = self.new()
             self._emit_chars(node, s, end)
@@ -271,6 +280,10 @@ class _NFA:
                 t = self.new()
                 self.byte_edges[s] += ((lo, hi, t),)
                 self._emit_trie(sub, t, end)
+
+
+def _too_large() -> LimitError:
+    return LimitError(f"grammar too large: more than {MAX_NFA_STATES} automaton states", keyword="size")
 
 
 # --- lazily determinised automaton ---------------------------------------------------------
