@@ -329,15 +329,10 @@ class Automaton:
 
     def _classes(self, nfa: _NFA) -> None:
         """Partition 0..255 into classes the NFA never tells apart."""
-        cuts = {0, 256}
-        for edges in nfa.byte_edges:
-            for lo, hi, _ in edges:
-                cuts.add(lo)
-                cuts.add(hi + 1)
-        bounds = sorted(cuts)
-        self.class_of = np.zeros(256, dtype=np.int32)
-        for c, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
-            self.class_of[lo:hi] = c
+        los = {lo for edges in nfa.byte_edges for lo, _, _ in edges}
+        his = {hi for edges in nfa.byte_edges for _, hi, _ in edges}
+        bounds = sorted(los.union([hi + 1 for hi in his], (0, 256)))
+        self.class_of = np.repeat(np.arange(len(bounds) - 1, dtype=np.int32), np.diff(bounds))
         self.class_list = self.class_of.tolist()
         self._reps: dict[tuple[int, int], list[int]] = {}
         # Each NFA state's byte edges as (first class, end class, target) intervals, made on
