@@ -584,7 +584,9 @@ class Automaton:
         if np.count_nonzero(unbuilt):
             wanted: dict[int, list[int]] = {}
             width = self.n_classes
-            for key in np.unique(states[unbuilt].astype(np.int64) * width + classes[unbuilt]).tolist():
+            # A set, not np.unique: the cells to build are few, and np.unique's fixed cost is
+            # most of a walk's time.
+            for key in sorted(set((states[unbuilt].astype(np.int64) * width + classes[unbuilt]).tolist())):
                 s, c = divmod(key, width)
                 wanted.setdefault(s, []).append(c)
             for s, cells in wanted.items():
