@@ -297,7 +297,7 @@ class Automaton:
     # Slots: attribute reads are most of the hot paths, and stay fast however many there are.
     __slots__ = (
         "nfa", "class_of", "class_list", "_reps", "_class_edges", "n_classes", "class_bounds", "single_byte",
-        "_forced", "configs", "index", "accepting", "depths", "rows", "_whole", "_capacity", "table", "exits",
+        "_forced", "_unbuilt", "configs", "index", "accepting", "depths", "rows", "_whole", "_capacity", "table", "exits",
         "_exit_config", "_frames", "_moves", "_single_moves", "link_bytes", "links", "_jumps", "_runs",
         "_spans", "_locals", "start",
     )
@@ -340,6 +340,7 @@ class Automaton:
         # by their bytes alone.
         self._class_edges: list[list[tuple[int, int, int]] | None] = [None] * len(nfa.byte_edges)
         self.n_classes = len(bounds) - 1
+        self._unbuilt = [UNBUILT] * self.n_classes  # the row of a state none of whose successors is known
         self.class_bounds = bounds  # class c holds the bytes class_bounds[c] .. class_bounds[c + 1] - 1
         # The byte of each class that holds exactly one, else -1: a state whose one live class
         # is such a class forces that byte.
@@ -445,7 +446,7 @@ class Automaton:
         # bound does not apply to.
         self.depths.append(max([st[2] for _, st in kernel if st], default=0) if self.nfa.recursive else 0)
         self.accepting.append(accept)
-        self.rows.append([UNBUILT] * self.n_classes)
+        self.rows.append(self._unbuilt)  # shared until a successor is written (most never are)
         self._whole.append(False)
         self.index[key] = sid  # type: ignore[index]
         if sid >= self._capacity:
@@ -540,7 +541,10 @@ class Automaton:
         else:
             moves = [(t, stack) for q, stack in configs for lo, hi, t in self.class_edges(q) if lo <= c < hi]
             nxt = self._successor(moves) if moves else DEAD
-        self.rows[s][c] = nxt
+        row = self.rows[s]
+        if row is self._unbuilt:
+            row = self.rows[s] = row.copy()
+        row[c] = nxt
         self.table[s, c] = nxt
         return nxt
 
