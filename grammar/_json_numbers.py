@@ -383,7 +383,9 @@ def number_texts(
     if not fractions or modulus != 1:
         return ints
     if lo is None and hi is None:
-        return alt(ints, seq(opt(lit("-")), UNSIGNED_INT, alt(seq(FRACTION, opt(EXPONENT)), EXPONENT)))
+        if integers:  # JSON's own number grammar: one integer part, not one per alternative
+            return seq(opt(lit("-")), UNSIGNED_INT, opt(FRACTION), opt(EXPONENT))
+        return seq(opt(lit("-")), UNSIGNED_INT, alt(seq(FRACTION, opt(EXPONENT)), EXPONENT))
     dlo = _decimal_inside(lo, lower=True) if lo is not None else None
     dhi = _decimal_inside(hi, lower=False) if hi is not None else None
     if (lo is not None and dlo is None) or (hi is not None and dhi is None):
