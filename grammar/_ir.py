@@ -186,12 +186,27 @@ def seq(*items: Node) -> Node:
 def alt(*items: Node) -> Node:
     flat: list[Node] = []
     seen: set[Node] = set()
+    ranges: list[tuple[int, int]] = []  # of the one-character items, merged into one class
+    slot = -1  # where that class goes: the place of the first of them
     for item in items:
         parts = item.items if isinstance(item, Alt) else (item,)
         for part in parts:
-            if part not in seen:
+            kind = type(part)
+            if kind is Chars or (kind is Lit and len(part.text) == 1):
+                if slot < 0:
+                    slot = len(flat)
+                    flat.append(part)
+                ranges.extend(part.ranges if kind is Chars else ((ord(part.text), ord(part.text)),))
+            elif part not in seen:
                 seen.add(part)
                 flat.append(part)
+    if slot >= 0:
+        # One class, not an alternation of characters: one automaton state, not one per branch.
+        merged = chars(ranges)
+        if merged == NOTHING:
+            del flat[slot]
+        else:
+            flat[slot] = merged
     if len(flat) == 1:
         return flat[0]
     return Alt(tuple(flat))
