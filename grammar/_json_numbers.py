@@ -164,6 +164,10 @@ class _Digits:
         lb = len(str(hi)) if hi is not None else la
         if max(la, lb) > MAX_DIGITS:
             raise LimitError(f"numeric bound has more than {MAX_DIGITS} digits")
+        if hi is None and self.k == 1 and lo == 10 ** (la - 1):
+            # Every natural of `la` digits or more (minimum 1, say): one shape, not the ones of
+            # `la` digits and the longer ones apart, which would begin alike.
+            return alt(*parts, seq(NONZERO, repeat(DIGIT, la - 1, None)))
         for length in range(la, lb + 1):
             a = max(lo, 10 ** (length - 1))
             b = 10**length - 1 if hi is None else min(hi, 10**length - 1)
