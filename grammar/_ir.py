@@ -184,6 +184,13 @@ def seq(*items: Node) -> Node:
 
 
 def alt(*items: Node) -> Node:
+    return _alt(items, 0)
+
+
+_FACTOR_DEPTH = 8  # nested prefix factorings, at most (`"0" | "00" | "000" | ...` would nest each)
+
+
+def _alt(items: Iterable[Node], depth: int) -> Node:
     flat: list[Node] = []
     seen: set[Node] = set()
     ranges: list[tuple[int, int]] = []  # of the one-character items, merged into one class
@@ -207,9 +214,51 @@ def alt(*items: Node) -> Node:
             del flat[slot]
         else:
             flat[slot] = merged
+    if len(flat) > 1 and depth < _FACTOR_DEPTH:
+        flat = _factored(flat, depth)
     if len(flat) == 1:
         return flat[0]
     return Alt(tuple(flat))
+
+
+def _leading_text(node: Node) -> str:
+    """The literal `node` begins with ("" if none)."""
+    if type(node) is Lit:
+        return node.text
+    if type(node) is Seq and node.items and type(node.items[0]) is Lit:
+        return node.items[0].text
+    return ""
+
+
+def _factored(items: list[Node], depth: int) -> list[Node]:
+    """Alternatives that begin with the same character share the literal prefix they have in
+    common (`"ab" x | "ac" y` is `"a" ("b" x | "c" y)`): the automaton then reads it as one
+    path, one configuration per state, instead of one per alternative."""
+    groups: dict[str, list[int]] = {}
+    for i, item in enumerate(items):
+        text = _leading_text(item)
+        if text:
+            groups.setdefault(text[0], []).append(i)
+    if all(len(members) == 1 for members in groups.values()):
+        return items
+    out: list[Node | None] = list(items)
+    for members in groups.values():
+        if len(members) == 1:
+            continue
+        texts = [_leading_text(items[i]) for i in members]
+        prefix = texts[0]
+        for text in texts[1:]:
+            while not text.startswith(prefix):
+                prefix = prefix[:-1]
+        rests = []
+        for i, text in zip(members, texts):
+            item = items[i]
+            tail = item.items[1:] if type(item) is Seq else ()
+            rests.append(seq(lit(text[len(prefix):]), *tail))
+        out[members[0]] = seq(Lit(prefix), _alt(rests, depth + 1))
+        for i in members[1:]:
+            out[i] = None
+    return [item for item in out if item is not None]
 
 
 def repeat(item: Node, min: int = 0, max: int | None = None) -> Node:
