@@ -282,6 +282,17 @@ class _NFA:
                 self._emit_trie(sub, t, end)
 
 
+def _ascending(edges: list[tuple[int, int, int]]) -> bool:
+    """Whether each edge starts where the one before it ends, or later (as a class's edges
+    are made: then none overlap)."""
+    end = 0
+    for lo, hi, _ in edges:
+        if lo < end:
+            return False
+        end = hi
+    return True
+
+
 def _too_large() -> LimitError:
     return LimitError(f"grammar too large: more than {MAX_NFA_STATES} automaton states", keyword="size")
 
@@ -297,7 +308,7 @@ class Automaton:
     # Slots: attribute reads are most of the hot paths, and stay fast however many there are.
     __slots__ = (
         "nfa", "class_of", "class_list", "_reps", "_class_edges", "n_classes", "class_bounds", "single_byte",
-        "_forced", "_unbuilt", "configs", "index", "accepting", "depths", "rows", "_whole", "_capacity", "table", "exits",
+        "_forced", "_unbuilt", "_overlapping", "configs", "index", "accepting", "depths", "rows", "_whole", "_capacity", "table", "exits",
         "_exit_config", "_frames", "_moves", "_single_moves", "link_bytes", "links", "_jumps", "_runs",
         "_spans", "_locals", "start",
     )
@@ -339,6 +350,7 @@ class Automaton:
         # first use (see `class_edges`): most states sit inside literals, which a walk crosses
         # by their bytes alone.
         self._class_edges: list[list[tuple[int, int, int]] | None] = [None] * len(nfa.byte_edges)
+        self._overlapping: set[int] = set()  # NFA states some of whose edges read a byte alike
         self.n_classes = len(bounds) - 1
         self._unbuilt = [UNBUILT] * self.n_classes  # the row of a state none of whose successors is known
         self.class_bounds = bounds  # class c holds the bytes class_bounds[c] .. class_bounds[c + 1] - 1
@@ -353,7 +365,19 @@ class Automaton:
         if found is None:
             cl = self.class_list
             found = self._class_edges[q] = [(cl[lo], cl[hi] + 1, t) for lo, hi, t in self.nfa.byte_edges[q]]
+            if len(found) > 1 and not _ascending(found):
+                spans = sorted(found)
+                if any(b[0] < a[1] for a, b in zip(spans, spans[1:])):
+                    # Edges from different fragments that read some byte alike: a loop's body
+                    # and what follows the loop (`a* ab`).
+                    self._overlapping.add(q)
         return found
+
+    def _overlaps(self, configs: frozenset) -> bool:
+        """Whether the one configuration in `configs` has edges that overlap."""
+        ((q, _),) = configs
+        self.class_edges(q)
+        return q in self._overlapping
 
     def representatives(self, lo: int, hi: int) -> list[int]:
         """One byte of each byte class that meets lo..hi (bytes of a class behave alike)."""
@@ -531,15 +555,21 @@ class Automaton:
         """The state after a byte of class `c` in state `s` (computed on first use, alone: most
         states are only ever left by one or two of their bytes)."""
         configs = self.configs[s]
+        moves = None
         if len(configs) == 1:
             ((q, stack),) = configs
-            nxt = DEAD
-            for lo, hi, t in self.class_edges(q):
-                if lo <= c < hi:
-                    nxt = self.state_at(t, stack)
-                    break
+            edges = self.class_edges(q)
+            if q in self._overlapping:
+                moves = [(t, stack) for lo, hi, t in edges if lo <= c < hi]
+            else:
+                nxt = DEAD
+                for lo, hi, t in edges:
+                    if lo <= c < hi:
+                        nxt = self.state_at(t, stack)
+                        break
         else:
             moves = [(t, stack) for q, stack in configs for lo, hi, t in self.class_edges(q) if lo <= c < hi]
+        if moves is not None:
             nxt = self._successor(moves) if moves else DEAD
         row = self.rows[s]
         if row is self._unbuilt:
@@ -554,8 +584,8 @@ class Automaton:
             return self.rows[s]
         succ = [DEAD] * self.n_classes
         configs = self.configs[s]
-        if len(configs) == 1:
-            # The common case: one configuration, whose edges never overlap.
+        if len(configs) == 1 and not self._overlaps(configs):
+            # The common case: one configuration, whose edges do not overlap.
             ((q, stack),) = configs
             for lo, hi, t in self.class_edges(q):
                 succ[lo:hi] = [self.state_at(t, stack)] * (hi - lo)

@@ -385,3 +385,11 @@ def test_no_dead_end_at_the_stack_depth_bound():
             break
         assert m.accept_token(m.shortest_completion_token())
     assert m.is_complete()
+
+
+def test_a_pattern_whose_loop_and_tail_begin_alike_accepts_its_strings():
+    # The loop's state reads "a" into its body and into what follows it: both paths stay live.
+    compiled = grammar.compile(grammar.from_json_schema({"type": "string", "pattern": "^a*ab$"}), VOCAB)
+    for text, whole in [(b'"ab"', True), (b'"aab"', True), (b'"aaab"', True), (b'"a"', False), (b'"b"', False)]:
+        m = grammar.Matcher(compiled)
+        assert (m.accept_bytes(text) and m.is_complete()) == whole
