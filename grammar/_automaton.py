@@ -229,10 +229,16 @@ class _NFA:
         if isinstance(node, Alt):
             end = self.new()
             for item in node.items:
-                # A fresh entry per branch keeps loops inside one branch from leaking into others.
-                entry = self.new()
-                self.eps[s] += (entry,)
-                self.eps[self._emit(item, entry, inlining)] += (end,)
+                if _reads_first(item):
+                    # Its first byte leaves `s` for a fresh state, so nothing of it leads back
+                    # to `s`: it can start right there, and `s` holds the bytes of every such
+                    # branch (one configuration, not one per branch).
+                    self.eps[self._emit(item, s, inlining)] += (end,)
+                else:
+                    # A fresh entry per branch keeps loops inside one branch from leaking into others.
+                    entry = self.new()
+                    self.eps[s] += (entry,)
+                    self.eps[self._emit(item, entry, inlining)] += (end,)
             return end
         if isinstance(node, Repeat):
             for _ in range(node.min):
@@ -280,6 +286,15 @@ class _NFA:
                 t = self.new()
                 self.byte_edges[s] += ((lo, hi, t),)
                 self._emit_trie(sub, t, end)
+
+
+def _reads_first(node: Node) -> bool:
+    """Whether `node` begins by reading a byte (a literal or a class, alone or leading a
+    sequence), so its fragment adds only outgoing byte edges to the state it starts at."""
+    kind = type(node)
+    if kind is Seq and node.items:
+        kind = type(node.items[0])
+    return kind is Lit or kind is Chars
 
 
 def _ascending(edges: list[tuple[int, int, int]]) -> bool:
@@ -369,7 +384,7 @@ class Automaton:
                 spans = sorted(found)
                 if any(b[0] < a[1] for a, b in zip(spans, spans[1:])):
                     # Edges from different fragments that read some byte alike: a loop's body
-                    # and what follows the loop (`a* ab`).
+                    # and what follows the loop (`a* ab`), branches of an alternation.
                     self._overlapping.add(q)
         return found
 
