@@ -227,18 +227,12 @@ class _NFA:
                 s = self._emit(item, s, inlining)
             return s
         if isinstance(node, Alt):
+            # Every branch starts at `s` itself: no fragment leads back to the state it starts
+            # at (a loop gets a fresh state of its own), so no branch can run into another, and
+            # `s` holds the first bytes of all of them (one configuration, not one per branch).
             end = self.new()
             for item in node.items:
-                if _reads_first(item):
-                    # Its first byte leaves `s` for a fresh state, so nothing of it leads back
-                    # to `s`: it can start right there, and `s` holds the bytes of every such
-                    # branch (one configuration, not one per branch).
-                    self.eps[self._emit(item, s, inlining)] += (end,)
-                else:
-                    # A fresh entry per branch keeps loops inside one branch from leaking into others.
-                    entry = self.new()
-                    self.eps[s] += (entry,)
-                    self.eps[self._emit(item, entry, inlining)] += (end,)
+                self.eps[self._emit(item, s, inlining)] += (end,)
             return end
         if isinstance(node, Repeat):
             for _ in range(node.min):
@@ -286,15 +280,6 @@ class _NFA:
                 t = self.new()
                 self.byte_edges[s] += ((lo, hi, t),)
                 self._emit_trie(sub, t, end)
-
-
-def _reads_first(node: Node) -> bool:
-    """Whether `node` begins by reading a byte (a literal or a class, alone or leading a
-    sequence), so its fragment adds only outgoing byte edges to the state it starts at."""
-    kind = type(node)
-    if kind is Seq and node.items:
-        kind = type(node.items[0])
-    return kind is Lit or kind is Chars
 
 
 def _ascending(edges: list[tuple[int, int, int]]) -> bool:
