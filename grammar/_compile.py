@@ -389,9 +389,8 @@ class CompiledGrammar:
         return shared
 
     def _small_mask(self, ids: list[int]) -> StateMask:
-        """A mask of a handful of allowed `ids` (EOS included), in
-        plain Python: at this size numpy's fixed cost per call is what a mask would spend its
-        time on."""
+        """A mask of a handful of allowed `ids` (EOS included), in plain Python: at this size
+        numpy's fixed cost per call is what a mask would spend its time on."""
         allowed = sorted(set(ids))
         key = tuple(allowed)
         shared = self._small_pool.get(key)

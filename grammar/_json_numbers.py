@@ -388,7 +388,7 @@ def number_texts(
         return ints
     if lo is None and hi is None:
         if integers:  # JSON's own number grammar: one integer part, not one per alternative
-            return seq(opt(lit("-")), UNSIGNED_INT, opt(FRACTION), opt(EXPONENT))
+            return ANY_NUMBER
         return seq(opt(lit("-")), UNSIGNED_INT, alt(seq(FRACTION, opt(EXPONENT)), EXPONENT))
     dlo = _decimal_inside(lo, lower=True) if lo is not None else None
     dhi = _decimal_inside(hi, lower=False) if hi is not None else None
