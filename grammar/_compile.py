@@ -16,6 +16,7 @@ import numpy as np
 
 from ._automaton import DEAD, MAX_STACK_DEPTH, UNBUILT, Automaton
 from ._completion import Completion
+from ._errors import CompileError
 from ._grammar import Grammar
 from ._tokens import MATRIX_WIDTH, LoopClass, TokenTables, token_tables
 
@@ -113,6 +114,12 @@ class CompiledGrammar:
         self.vocab = vocab
         self.tables: TokenTables = token_tables(vocab)
         self.automaton = Automaton(grammar.rule_set())
+        if self.automaton.start == DEAD:
+            raise CompileError(
+                "the grammar matches no text at all (a schema such as false, or an empty enum), "
+                "so there is nothing to decode",
+                keyword="empty",
+            )
         self.vocab_size = self.tables.size
         self._masks: dict[int, StateMask] = {}
         # (inverted, ids) -> ids, words, values, pairs, row: states with the same set share them

@@ -393,3 +393,9 @@ def test_a_pattern_whose_loop_and_tail_begin_alike_accepts_its_strings():
     for text, whole in [(b'"ab"', True), (b'"aab"', True), (b'"aaab"', True), (b'"a"', False), (b'"b"', False)]:
         m = grammar.Matcher(compiled)
         assert (m.accept_bytes(text) and m.is_complete()) == whole
+
+
+@pytest.mark.parametrize("schema", [False, {"not": {}}, {"enum": []}])
+def test_a_grammar_that_matches_nothing_is_refused_at_compile(schema):
+    with pytest.raises(grammar.CompileError, match="matches no text"):
+        grammar.compile(grammar.from_json_schema(schema), VOCAB)
