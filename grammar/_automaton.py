@@ -30,6 +30,7 @@ MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
 MAX_STACK_DEPTH = 64
 MAX_CLOSURE = 20_000
+_SIZE_CHECK = 20_000  # NFA states after which a lower bound on the total is worked out once
 _FEW_CELLS = 4  # successors of one state a vectorised walk computes one by one, not as a row
 
 
@@ -161,6 +162,7 @@ class _NFA:
         self.recursive = _recursive_rules(graph)
         check_left_recursion(rules, graph, self.recursive)
         self.shared = _shared_leaf_rules(rules, graph, self.recursive)
+        self._graph = graph
         self.starts: dict[str, int] = {}
         self.pending: list[str] = []
         # The return state of a frame whose caller is unknown: a state seen only from inside a
@@ -184,9 +186,56 @@ class _NFA:
         ]
         self.link_bytes[self.root_end] = -1
 
+    def _fewest_states(self, graph: dict[str, list[str]]) -> int:
+        """A lower bound on the states `_emit` makes: every rule emitted once, inlined rules
+        again at each use (a class counted as one state; stops counting past the limit)."""
+        rules = self.rules.rules
+        called = self.recursive | self.shared
+        sizes: dict[int, int] = {}  # by node identity: shared subtrees are counted once per use
+        todo = [rules[name] for name in graph if name == self.rules.root or name in called]
+        total = 0
+        for root in todo:
+            total += self._fewest(root, rules, called, sizes)
+            if total > MAX_NFA_STATES:
+                break
+        return total
+
+    def _fewest(self, node: Node, rules: dict[str, Node], called: set[str], sizes: dict[int, int]) -> int:
+        kind = type(node)
+        if kind is Lit:
+            return len(node.text)
+        if kind is Chars:
+            return 1
+        found = sizes.get(id(node))
+        if found is not None:
+            return found
+        if kind is Seq or kind is Alt:
+            n = kind is Alt  # an alternation's end state
+            for item in node.items:
+                n += self._fewest(item, rules, called, sizes)
+                if n > MAX_NFA_STATES:
+                    break
+        elif kind is Repeat:  # `min` copies and a loop, or `max` copies, and one more state
+            n = self._fewest(node.item, rules, called, sizes) * (node.max if node.max is not None else node.min + 1) + 1
+        elif node.name in called or node.name not in rules:
+            n = 1
+        else:  # inlined where it is used (it does not recurse)
+            n = self._fewest(rules[node.name], rules, called, sizes)
+        n = min(n, MAX_NFA_STATES + 1)
+        sizes[id(node)] = n
+        return n
+
+    def _check_size(self) -> None:
+        """Past `_SIZE_CHECK` states, refuse a grammar whose states certainly exceed the limit
+        before spending the time to find out state by state (small grammars never pay)."""
+        if self._fewest_states(self._graph) > MAX_NFA_STATES:
+            raise _too_large()
+
     def new(self) -> int:
         if len(self.eps) >= MAX_NFA_STATES:
             raise _too_large()
+        if len(self.eps) == _SIZE_CHECK:
+            self._check_size()
         self.byte_edges.append(())
         self.eps.append(())
         self.calls.append(())
@@ -199,6 +248,8 @@ class _NFA:
         n = len(data)
         if first + n > MAX_NFA_STATES:
             raise _too_large()
+        if first <= _SIZE_CHECK < first + n:
+            self._check_size()
         self.byte_edges[s] += ((data[0], data[0], first),)
         self.byte_edges += [((b, b, first + i),) for i, b in enumerate(data[1:], 1)]
         self.byte_edges.append(())

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_recognize import Stuck, generate, nodes, rule_sets, spans_oracle, texts, to_regex
 
 from grammar._automaton import Automaton
 from grammar._errors import CompileError, LimitError
-from grammar._ir import Rules, lit, seq, star
+from grammar._ir import Rules, chars, lit, repeat, seq, star
 
 
 def walks_to_accept(automaton: Automaton, text: str) -> bool:
@@ -43,10 +44,13 @@ def steps_to_accept(automaton: Automaton, text: str) -> bool:
 
 def automaton_of(rules: Rules) -> Automaton:
     try:
-        return Automaton(rules)
+        automaton = Automaton(rules)
     except (CompileError, LimitError):  # left recursion, refused by design
         assume(False)
         raise
+    # The early size check refuses only what building would: its count is a lower bound.
+    assert automaton.nfa._fewest_states(rules.graph()) <= len(automaton.nfa.eps)
+    return automaton
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -72,6 +76,12 @@ def test_recursive_grammars_agree_with_the_span_fixpoint(rules, text):
     expected = spans_oracle(rules, text)
     assert walks_to_accept(automaton, text) == expected
     assert steps_to_accept(automaton, text) == expected
+
+
+def test_a_grammar_too_large_to_build_is_refused_without_building_it_whole():
+    # A million-state NFA would take seconds to find out state by state.
+    with pytest.raises(LimitError, match="too large"):
+        Automaton(Rules({"root": repeat(seq(lit("ab"), chars([(0x61, 0x7A)])), 0, 500_000)}))
 
 
 def test_a_loop_and_what_follows_it_may_begin_alike():
