@@ -1,8 +1,9 @@
 """Soundness of the JSON Schema front end on external schemas, on a bounded sample.
 
 Every instance of a compiled schema, in canonical form, that the oracle rejects must be
-rejected by the grammar; random sentences of the grammar must validate. The full run over
-every DEV id, maskbench-extra and the whole test suite is `python -m bench.coverage`.
+rejected by the grammar; random sentences of the grammar must validate. The byte automaton the
+masks come from must accept every sentence, and every valid instance the grammar accepts. The
+full run over every DEV id, maskbench-extra and the whole test suite is `python -m bench.coverage`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import random
 import pytest
 
 from bench.coverage import canonical, jsonl, oracle, oracle_valid, suite_entries
-from grammar import CompileError, from_json_schema
+from grammar import CompileError, LimitError, from_json_schema
+from grammar._automaton import Automaton
 from ir_sampling import sentence
 
 SUBSETS = ["Glaiveai2K", "Github_easy", "Github_medium", "Github_hard", "Kubernetes", "Snowplow", "JsonSchemaStore"]
@@ -43,6 +45,10 @@ def _check(entry) -> tuple[int, int]:
     except CompileError:
         return 0, 0
     validator = oracle(schema)
+    try:
+        automaton = Automaton(grammar.rule_set())
+    except LimitError:  # too large to decode with (the recognizer still checks the language)
+        automaton = None
     invalid = 0
     for test in entry["tests"]:
         verdict = oracle_valid(validator, test["data"])
@@ -50,6 +56,8 @@ def _check(entry) -> tuple[int, int]:
             invalid += 1
             text = canonical(test["data"], schema, validator)
             assert not grammar.accepts(text), (entry["id"], text)
+        elif verdict and grammar.accepts(text := canonical(test["data"], schema, validator)):
+            assert _walks_to_accept(automaton, text), (entry["id"], text)
     rng = random.Random(0)
     sentences = 0
     for _ in range(5):
@@ -58,7 +66,15 @@ def _check(entry) -> tuple[int, int]:
             break
         sentences += 1
         assert oracle_valid(validator, json.loads(text)), (entry["id"], text)
+        assert _walks_to_accept(automaton, text), (entry["id"], text)
     return invalid, sentences
+
+
+def _walks_to_accept(automaton: Automaton | None, text: str) -> bool:
+    if automaton is None:
+        return True
+    s = automaton.walk(automaton.start, text.encode("utf-8")) if automaton.start >= 0 else -1
+    return s >= 0 and automaton.accepting[s]
 
 
 def test_dev_sample_is_sound(corpus):
