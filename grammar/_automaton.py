@@ -120,14 +120,15 @@ def _recursive_rules(graph: dict[str, list[str]]) -> set[str]:
     return out
 
 
-def _shared_leaf_rules(rules: Rules, graph: dict[str, list[str]], recursive: set[str]) -> set[str]:
-    """Rules referred to from several places that refer to none: emitted once and called, so
-    the states inside them can share their token sets across every place that uses them."""
-    leaves = {name for name, refs in graph.items() if not refs and name not in recursive}
+def _shared_rules(rules: Rules, graph: dict[str, list[str]], recursive: set[str]) -> set[str]:
+    """Rules referred to from several places that do not recurse: emitted once and called, so
+    the states inside them share their token sets across every place that uses them, and so
+    the automaton stays in proportion to the grammar (a rule inlined at two places that inlines
+    one at two places, and so on, as an object's optional members do, doubles at each level)."""
     uses: dict[str, int] = {}
     for name in graph:
         for node in walk(rules.rules[name]):
-            if isinstance(node, Ref) and node.name in leaves:
+            if isinstance(node, Ref) and node.name not in recursive:
                 uses[node.name] = uses.get(node.name, 0) + 1
     return {name for name, n in uses.items() if n > 1}
 
@@ -161,7 +162,7 @@ class _NFA:
         self.rule_end: list[bool] = []
         self.recursive = _recursive_rules(graph)
         check_left_recursion(rules, graph, self.recursive)
-        self.shared = _shared_leaf_rules(rules, graph, self.recursive)
+        self.shared = _shared_rules(rules, graph, self.recursive)
         self._graph = graph
         self.starts: dict[str, int] = {}
         self.pending: list[str] = []
@@ -174,9 +175,9 @@ class _NFA:
             name = self.pending.pop()
             end = self._emit(rules.rules[name], self.starts[name], (name,))
             self.rule_end[end] = True
-        # A shared leaf rule calls nothing, so it cannot recurse: its calls go past the
-        # stack-depth bound, which would otherwise change the language.
-        self.leaf_starts = {self.starts[name] for name in self.shared if name in self.starts}
+        # A shared rule does not recurse, so its calls nest no deeper than the rules do: they go
+        # past the stack-depth bound, which would otherwise change the language.
+        self.shared_starts = {self.starts[name] for name in self.shared if name in self.starts}
         # The byte each state reads where it is a *link* of a literal (one single-byte edge,
         # nothing else: a configuration there has one successor, a configuration again), else -1.
         self.link_bytes = [
@@ -499,7 +500,7 @@ class Automaton:
                 if nfa.calls[u]:
                     depth = stack_depth(stack)
                     for callee, ret in nfa.calls[u]:
-                        if depth < MAX_STACK_DEPTH or callee in nfa.leaf_starts:
+                        if depth < MAX_STACK_DEPTH or callee in nfa.shared_starts:
                             todo.append((callee, (ret, stack, depth + 1)))
                 if nfa.rule_end[u] and stack:
                     todo.append((stack[0], stack[1]))
@@ -517,8 +518,8 @@ class Automaton:
         if sid >= MAX_DFA_STATES:
             raise LimitError(f"more than {MAX_DFA_STATES} grammar states visited", keyword="size")
         self.configs.append(kernel)
-        # The deepest stack counts; without recursion only leaf calls push, which the depth
-        # bound does not apply to.
+        # The deepest stack counts; without recursion only calls of shared rules push, which
+        # the depth bound does not apply to.
         self.depths.append(max([st[2] for _, st in kernel if st], default=0) if self.nfa.recursive else 0)
         self.accepting.append(accept)
         self.rows.append(self._unbuilt)  # shared until a successor is written (most never are)
@@ -818,7 +819,7 @@ class Automaton:
 
         The bound cuts off calls, so a state there may only lead to dead ends; one that can
         pop back to a frame under the bound, or accept, is not stuck (searched within `limit`
-        states). Calls to shared leaf rules go past the bound, so returning from one of them
+        states). Calls to shared rules go past the bound, so returning from one of them
         to a frame still at the bound is no way out.
         """
         if self.depths[s] < MAX_STACK_DEPTH:
