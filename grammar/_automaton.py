@@ -193,9 +193,9 @@ class _NFA:
         rules = self.rules.rules
         called = self.recursive | self.shared
         sizes: dict[int, int] = {}  # by node identity: shared subtrees are counted once per use
-        todo = [rules[name] for name in graph if name == self.rules.root or name in called]
+        emitted_once = [rules[name] for name in graph if name == self.rules.root or name in called]
         total = 0
-        for root in todo:
+        for root in emitted_once:
             total += self._fewest(root, rules, called, sizes)
             if total > MAX_NFA_STATES:
                 break

@@ -17,6 +17,7 @@ from bench.coverage import canonical, jsonl, oracle, oracle_valid, suite_entries
 from grammar import CompileError, LimitError, from_json_schema
 from grammar._automaton import Automaton
 from ir_sampling import sentence
+from test_automaton import walks_to_accept
 
 SUBSETS = ["Glaiveai2K", "Github_easy", "Github_medium", "Github_hard", "Kubernetes", "Snowplow", "JsonSchemaStore"]
 PER_SUBSET = 20
@@ -57,7 +58,7 @@ def _check(entry) -> tuple[int, int]:
             text = canonical(test["data"], schema, validator)
             assert not grammar.accepts(text), (entry["id"], text)
         elif verdict and grammar.accepts(text := canonical(test["data"], schema, validator)):
-            assert _walks_to_accept(automaton, text), (entry["id"], text)
+            assert automaton is None or walks_to_accept(automaton, text), (entry["id"], text)
     rng = random.Random(0)
     sentences = 0
     for _ in range(5):
@@ -66,15 +67,9 @@ def _check(entry) -> tuple[int, int]:
             break
         sentences += 1
         assert oracle_valid(validator, json.loads(text)), (entry["id"], text)
-        assert _walks_to_accept(automaton, text), (entry["id"], text)
+        assert automaton is None or walks_to_accept(automaton, text), (entry["id"], text)
     return invalid, sentences
 
-
-def _walks_to_accept(automaton: Automaton | None, text: str) -> bool:
-    if automaton is None:
-        return True
-    s = automaton.walk(automaton.start, text.encode("utf-8")) if automaton.start >= 0 else -1
-    return s >= 0 and automaton.accepting[s]
 
 
 def test_dev_sample_is_sound(corpus):
