@@ -122,7 +122,12 @@ class Completion:
         return np.unique(chosen).astype(np.int32)
 
     def shortest_tokens(self, state: int) -> np.ndarray:
-        """Allowed token ids that begin a shortest completion from `state` (EOS if complete)."""
+        """Allowed token ids that begin a shortest completion from `state` (EOS if complete).
+
+        Where the search cannot find the shortest (a long bounded string numbers a state per
+        character, past what it may visit), those that begin the shortest completion known
+        for certain: each such token lowers that bound, so following them always ends.
+        """
         c = self.compiled
         if c.automaton.accepting[state]:
             return c.tables.eos_ids
@@ -130,7 +135,10 @@ class Completion:
         candidates = np.unique(ends).tolist()
         if not candidates:
             raise MatcherError(f"no token is allowed in {c.automaton.describe(state)}")
-        dist = {v: self.lower(v)[0] for v in candidates}
+        self.lower(state)  # a search that finds a shortest path records it in `upper`
+        dist = {v: self.upper(v) for v in candidates}
+        if min(dist.values()) >= UNKNOWN:  # nothing certain: the nearest lower bound
+            dist = {v: self.lower(v)[0] for v in candidates}
         nearest = min(dist.values())
         best = [v for v in candidates if dist[v] == nearest]
         return np.unique(ids[np.isin(ends, best)]).astype(np.int32)

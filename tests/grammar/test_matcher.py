@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import grammar
 from grammar._grammar import Grammar
-from grammar._ir import alt, char_set, chars, lit, negate, opt, ref, seq, star
+from grammar._ir import alt, char_set, chars, lit, negate, opt, ref, repeat, seq, star
 from grammar._vocab import Vocabulary
 
 EOS = 0
@@ -67,6 +67,14 @@ def _shared_rules_grammar() -> Grammar:
     )
 
 
+def _bounded_grammar() -> Grammar:
+    """Long counted repeats (a name of 2 to 2,000 characters, up to 2,000 ids): every count is
+    a state of its own, more than a search for the shortest completion may visit."""
+    char = alt(negate([(0, 31), (34, 34), (92, 92)]), seq(lit("\\"), char_set('"\\/bfnrt')))
+    ids = opt(seq(_INT, repeat(seq(lit(","), _INT), 0, 1999)))
+    return Grammar({"root": seq(lit('{"name":"'), repeat(char, 2, 2000), lit('","ids":['), ids, lit("]}"))})
+
+
 def _synthetic_vocab() -> Vocabulary:
     pieces = [b"", b""] + [bytes([b]) for b in range(256)]
     pieces += [b'{"', b'":', b'",', b'"}', b"true", b"false", b"null", b"[]", b"{}", b"[{", b"}]"]
@@ -79,7 +87,12 @@ def _synthetic_vocab() -> Vocabulary:
 
 
 VOCAB = _synthetic_vocab()
-GRAMMARS = {"json": _json_value_grammar(), "record": _record_grammar(), "shared": _shared_rules_grammar()}
+GRAMMARS = {
+    "json": _json_value_grammar(),
+    "record": _record_grammar(),
+    "shared": _shared_rules_grammar(),
+    "bounded": _bounded_grammar(),
+}
 
 
 def _random_walk(matcher: grammar.Matcher, draw_index, max_steps: int) -> list[int]:
@@ -113,6 +126,8 @@ def test_random_walks_never_dead_end_and_finish_valid(data, name):
         assert set(json.loads(text)) == {"name", "age", "tags"}
     if name == "shared":
         assert set(json.loads(text)) == {"name", "age", "ids", "tags"}
+    if name == "bounded":
+        assert 2 <= len(json.loads(text)["name"]) <= 2000
 
 
 @settings(max_examples=40, deadline=None)
