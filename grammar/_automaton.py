@@ -1,8 +1,8 @@
 """The grammar IR lowered to a byte-level automaton, determinised lazily.
 
 Code points become UTF-8 byte ranges; each rule becomes a piece of one NFA. References to rules
-that are not recursive are inlined; references inside a recursive cycle become *calls* that
-push a return state. A configuration is an NFA state plus a stack of return states, and one
+used once are inlined; references inside a recursive cycle, to rules used in several places, and
+the item of a long counted repeat (one call per count) become *calls* that push a return state. A configuration is an NFA state plus a stack of return states, and one
 deterministic state is the closed set of configurations the input so far can be in: a DFA
 where the grammar is regular, a pushdown automaton (bounded in depth) where it recurses.
 
@@ -31,6 +31,7 @@ MAX_DFA_STATES = 200_000
 MAX_STACK_DEPTH = 64
 MAX_CLOSURE = 20_000
 _SIZE_CHECK = 20_000  # NFA states after which a lower bound on the total is worked out once
+_SPELLED_REPEAT = 4_096  # states past which a counted repeat calls its item instead of copying it
 _FEW_CELLS = 4  # successors of one state a vectorised walk computes one by one, not as a row
 
 
@@ -163,21 +164,22 @@ class _NFA:
         self.recursive = _recursive_rules(graph)
         check_left_recursion(rules, graph, self.recursive)
         self.shared = _shared_rules(rules, graph, self.recursive)
-        self._graph = graph
         self.starts: dict[str, int] = {}
-        self.pending: list[str] = []
+        self.pending: list[tuple[Node, int, tuple[str, ...]]] = []  # (rule or body, its start, inlining)
+        self.bodies: dict[Node, int] = {}  # items of long counted repeats, emitted once and called
         # The return state of a frame whose caller is unknown: a state seen only from inside a
         # rule (see `Automaton.frame_split`) pops to it where the rule ends.
         self.exit = self.new()
         self.root_start = self.new()
         self.root_end = self._emit(rules.rules[rules.root], self.root_start, (rules.root,))
         while self.pending:
-            name = self.pending.pop()
-            end = self._emit(rules.rules[name], self.starts[name], (name,))
-            self.rule_end[end] = True
-        # A shared rule does not recurse, so its calls nest no deeper than the rules do: they go
-        # past the stack-depth bound, which would otherwise change the language.
+            node, start, inlining = self.pending.pop()
+            self.rule_end[self._emit(node, start, inlining)] = True
+        # A shared rule or a repeated body does not recurse, so its calls nest no deeper than
+        # the rules do: they go past the stack-depth bound, which would otherwise change the
+        # language.
         self.shared_starts = {self.starts[name] for name in self.shared if name in self.starts}
+        self.shared_starts.update(self.bodies.values())
         # The byte each state reads where it is a *link* of a literal (one single-byte edge,
         # nothing else: a configuration there has one successor, a configuration again), else -1.
         self.link_bytes = [
@@ -187,21 +189,28 @@ class _NFA:
         ]
         self.link_bytes[self.root_end] = -1
 
-    def _fewest_states(self, graph: dict[str, list[str]]) -> int:
-        """A lower bound on the states `_emit` makes: every rule emitted once, inlined rules
-        again at each use (a class counted as one state; stops counting past the limit)."""
+    def _fewest_states(self) -> int:
+        """A lower bound on the states `_emit` makes: the root and each rule it reaches a call
+        of emitted once, inlined rules again at each use (a class counted as one state; stops
+        counting past the limit)."""
         rules = self.rules.rules
         called = self.recursive | self.shared
         sizes: dict[int, int] = {}  # by node identity: shared subtrees are counted once per use
-        emitted_once = [rules[name] for name in graph if name == self.rules.root or name in called]
+        todo = [self.rules.root]
+        seen = set(todo)
         total = 0
-        for root in emitted_once:
-            total += self._fewest(root, rules, called, sizes)
-            if total > MAX_NFA_STATES:
-                break
+        while todo and total <= MAX_NFA_STATES:
+            calls: list[str] = []
+            total += self._fewest(rules[todo.pop()], rules, called, sizes, calls)
+            for name in calls:
+                if name not in seen:
+                    seen.add(name)
+                    todo.append(name)
         return total
 
-    def _fewest(self, node: Node, rules: dict[str, Node], called: set[str], sizes: dict[int, int]) -> int:
+    def _fewest(self, node: Node, rules: dict[str, Node], called: set[str], sizes: dict[int, int],
+                calls: list[str]) -> int:
+        """The fewest states `node` makes; the called rules it meets go into `calls`."""
         kind = type(node)
         if kind is Lit:
             return len(node.text)
@@ -213,15 +222,18 @@ class _NFA:
         if kind is Seq or kind is Alt:
             n = kind is Alt  # an alternation's end state
             for item in node.items:
-                n += self._fewest(item, rules, called, sizes)
+                n += self._fewest(item, rules, called, sizes, calls)
                 if n > MAX_NFA_STATES:
                     break
         elif kind is Repeat:  # `min` copies and a loop, or `max` copies, and one more state
-            n = self._fewest(node.item, rules, called, sizes) * (node.max if node.max is not None else node.min + 1) + 1
-        elif node.name in called or node.name not in rules:
+            n = 1 if node.max == 0 else _repeat_states(self._fewest(node.item, rules, called, sizes, calls), node)
+        elif node.name not in rules:
             n = 1
+        elif node.name in called:
+            n = 1
+            calls.append(node.name)
         else:  # inlined where it is used (it does not recurse)
-            n = self._fewest(rules[node.name], rules, called, sizes)
+            n = self._fewest(rules[node.name], rules, called, sizes, calls)
         n = min(n, MAX_NFA_STATES + 1)
         sizes[id(node)] = n
         return n
@@ -229,7 +241,7 @@ class _NFA:
     def _check_size(self) -> None:
         """Past `_SIZE_CHECK` states, refuse a grammar whose states certainly exceed the limit
         before spending the time to find out state by state (small grammars never pay)."""
-        if self._fewest_states(self._graph) > MAX_NFA_STATES:
+        if self._fewest_states() > MAX_NFA_STATES:
             raise _too_large()
 
     def new(self) -> int:
@@ -262,8 +274,33 @@ class _NFA:
     def _start_of(self, name: str) -> int:
         if name not in self.starts:
             self.starts[name] = self.new()
-            self.pending.append(name)
+            self.pending.append((self.rules.rules[name], self.starts[name], (name,)))
         return self.starts[name]
+
+    def _body_of(self, node: Repeat, inlining: tuple[str, ...]) -> int | None:
+        """The start of `node`'s item emitted once as a called body, where spelling out one
+        copy per count would make too many states (`maxLength: 5000` over a string's
+        characters, `maxItems` over objects with bounded strings: nested, they multiply); None
+        where the copies spelled out stay few."""
+        copies = node.max if node.max is not None else node.min
+        if copies < 2:
+            return None
+        size = self._fewest(node.item, self.rules.rules, self.recursive | self.shared, {}, [])
+        if size <= 2 or size * copies <= _SPELLED_REPEAT:
+            return None
+        start = self.bodies.get(node.item)
+        if start is None:
+            start = self.bodies[node.item] = self.new()
+            self.pending.append((node.item, start, inlining))
+        return start
+
+    def _copy(self, item: Node, body: int | None, s: int, inlining: tuple[str, ...]) -> int:
+        """One copy of a repeated `item` from state `s`: spelled out, or a call of its `body`."""
+        if body is None:
+            return self._emit(item, s, inlining)
+        ret = self.new()
+        self.calls[s] += ((body, ret),)
+        return ret
 
     def _emit(self, node: Node, s: int, inlining: tuple[str, ...]) -> int:
         """Add `node`'s fragment starting at state `s`; return its end state."""
@@ -287,18 +324,19 @@ class _NFA:
                 self.eps[self._emit(item, s, inlining)] += (end,)
             return end
         if isinstance(node, Repeat):
+            body = self._body_of(node, inlining)
             for _ in range(node.min):
-                s = self._emit(node.item, s, inlining)
+                s = self._copy(node.item, body, s, inlining)
             if node.max is None:
                 loop = self.new()
                 self.eps[s] += (loop,)
-                body_end = self._emit(node.item, loop, inlining)
+                body_end = self._copy(node.item, body, loop, inlining)
                 self.eps[body_end] += (loop,)
                 return loop
             end = self.new()
             for _ in range(node.max - node.min):
                 self.eps[s] += (end,)
-                s = self._emit(node.item, s, inlining)
+                s = self._copy(node.item, body, s, inlining)
             self.eps[s] += (end,)
             return end
         if isinstance(node, Ref):
@@ -332,6 +370,15 @@ class _NFA:
                 t = self.new()
                 self.byte_edges[s] += ((lo, hi, t),)
                 self._emit_trie(sub, t, end)
+
+
+def _repeat_states(item_states: int, node: Repeat) -> int:
+    """The fewest states a repeat of an item of `item_states` states makes: each copy spelled
+    out, or (see `_NFA._body_of`) one return state per copy past the body made once."""
+    copies = node.max if node.max is not None else node.min + 1
+    if item_states > 2 and item_states * copies > _SPELLED_REPEAT:
+        return copies + 1
+    return item_states * copies + 1
 
 
 def _ascending(edges: list[tuple[int, int, int]]) -> bool:

@@ -130,7 +130,7 @@ class CompiledGrammar:
         self._doom: dict[int, bool] = {}
         self._inside: dict[int, _Inside] = {}
         nfa = self.automaton.nfa
-        self._framed = bool(nfa.recursive or nfa.shared)
+        self._framed = bool(nfa.recursive or nfa.shared_starts)
         self._lock = threading.RLock()
 
     @property
@@ -686,6 +686,11 @@ class CompiledGrammar:
             data = sorted_bytes[i]
             n = len(data)
             while q < n:
+                # Where the frame may end with bytes to go (read afresh: numbering states
+                # regrows it), from the state handed over too.
+                if track is not None and q and a.exits[s]:
+                    crossing.append(i)
+                    offsets.append(q)
                 c = cl[data[q]]
                 nxt = rows[s][c]
                 s = a.successor(s, c) if nxt == UNBUILT else nxt
@@ -694,9 +699,6 @@ class CompiledGrammar:
                 q += 1
                 if track is not None:
                     passed.append(s)
-                    if q < n and a.exits[s]:  # read afresh: numbering states regrows it
-                        crossing.append(i)
-                        offsets.append(q)
             else:
                 kept.append(i)
                 ends.append(s)

@@ -9,16 +9,20 @@ grammar.
 
 from __future__ import annotations
 
+import json
 import re
+from contextlib import contextmanager
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_recognize import Stuck, generate, nodes, rule_sets, spans_oracle, texts, to_regex
 
+import grammar
+from grammar import _automaton
 from grammar._automaton import Automaton
 from grammar._errors import CompileError, LimitError
-from grammar._ir import Rules, chars, lit, repeat, seq, star
+from grammar._ir import Rules, chars, lit, ref, repeat, seq, star
 
 
 def walks_to_accept(automaton: Automaton, text: str) -> bool:
@@ -49,13 +53,36 @@ def automaton_of(rules: Rules) -> Automaton:
         assume(False)
         raise
     # The early size check refuses only what building would: its count is a lower bound.
-    assert automaton.nfa._fewest_states(rules.graph()) <= len(automaton.nfa.eps)
+    assert automaton.nfa._fewest_states() <= len(automaton.nfa.eps)
     return automaton
+
+
+@contextmanager
+def repeats_called():
+    """Every repeat of an item of three states or more made as calls of one body, as only
+    long ones are (`_NFA._body_of`), so the small random grammars here test that form too."""
+    saved = _automaton._SPELLED_REPEAT
+    _automaton._SPELLED_REPEAT = 0
+    try:
+        yield
+    finally:
+        _automaton._SPELLED_REPEAT = saved
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes(), texts, st.randoms(use_true_random=False))
 def test_regular_grammars_agree_with_python_re(node, text, rng):
+    check_regular(node, text, rng)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes(), texts, st.randoms(use_true_random=False))
+def test_regular_grammars_with_called_repeats_agree_with_python_re(node, text, rng):
+    with repeats_called():
+        check_regular(node, text, rng)
+
+
+def check_regular(node, text, rng) -> None:
     rules = Rules({"root": node})
     automaton = automaton_of(rules)
     candidates = [text]
@@ -72,10 +99,53 @@ def test_regular_grammars_agree_with_python_re(node, text, rng):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rule_sets(), texts)
 def test_recursive_grammars_agree_with_the_span_fixpoint(rules, text):
+    check_recursive(rules, text)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rule_sets(), texts)
+def test_recursive_grammars_with_called_repeats_agree_with_the_span_fixpoint(rules, text):
+    with repeats_called():
+        check_recursive(rules, text)
+
+
+def check_recursive(rules, text) -> None:
     automaton = automaton_of(rules)
     expected = spans_oracle(rules, text)
     assert walks_to_accept(automaton, text) == expected
     assert steps_to_accept(automaton, text) == expected
+
+
+def test_the_size_bound_counts_only_what_is_made():
+    # A repeat of at most zero copies makes nothing of its item, nor of the rule it calls.
+    rules = Rules({"root": repeat(ref("r1"), 0, 0), "r1": seq(lit("aa"), ref("root"))})
+    automaton = Automaton(rules)
+    assert automaton.nfa._fewest_states() <= len(automaton.nfa.eps)
+
+
+def test_long_bounded_repeats_nest_without_multiplying():
+    # Spelled out, 200 items of up to 300 characters each would be millions of states.
+    schema = {
+        "type": "array",
+        "maxItems": 200,
+        "items": {
+            "type": "object",
+            "properties": {"name": {"type": "string", "maxLength": 300}, "n": {"type": "integer"}},
+            "required": ["name", "n"],
+            "additionalProperties": False,
+        },
+    }
+    automaton = Automaton(grammar.from_json_schema(schema).rule_set())
+    assert len(automaton.nfa.eps) < 50_000
+
+    def text(items: int, length: int) -> str:
+        return json.dumps([{"name": "é" * length, "n": i} for i in range(items)], separators=(",", ":"),
+                          ensure_ascii=False)
+
+    assert walks_to_accept(automaton, text(3, 300))
+    assert walks_to_accept(automaton, text(200, 2))
+    assert not walks_to_accept(automaton, text(3, 301))
+    assert not walks_to_accept(automaton, text(201, 2))
 
 
 def test_a_grammar_too_large_to_build_is_refused_without_building_it_whole():
