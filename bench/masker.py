@@ -3,7 +3,8 @@
     python -m bench.masker [--vocab smollm2,gemma3,qwen25] [--passes 10] [--schema NAME ...]
 
 The same schemas, vocabularies and token sequences for every engine; engines interleaved in
-one process, pass after pass, so machine noise hits them alike. Ratios are ratios of medians;
+one process, pass after pass and in turns (each runs after each other), so machine noise and
+cold caches hit them alike. Ratios are ratios of medians;
 compile figures are medians of COMPILE_RUNS fresh compiles.
 """
 
@@ -170,6 +171,13 @@ def _run_document(engine: Engine, compiled, tokens: list[int], size: int, measur
     return first
 
 
+def _rotated(engines: list[Engine], r: int) -> list[Engine]:
+    """The engines in the order of round `r`: each runs after each other in turn, so none
+    always follows the one that leaves the caches coldest (outlines-core's long compiles)."""
+    k = r % len(engines)
+    return engines[k:] + engines[:k]
+
+
 def _fmt(x: float | None, scale: float = 1e6, digits: int = 1) -> str:
     return "n/a" if x is None else f"{x * scale:.{digits}f}"
 
@@ -197,8 +205,8 @@ def run(vocab_names: list[str], schema_names: list[str], passes: int) -> None:
             rows: dict[str, dict] = {}
             compiled: dict[str, object] = {}
             cold: dict[str, list[tuple[float, float, float]]] = {e.name: [] for e in engines}
-            for _ in range(COMPILE_RUNS):  # engines interleaved; each run compiles afresh
-                for e in engines:
+            for r in range(COMPILE_RUNS):  # engines interleaved; each run compiles afresh
+                for e in _rotated(engines, r):
                     if e.name in rows:
                         continue
                     try:
@@ -223,8 +231,8 @@ def run(vocab_names: list[str], schema_names: list[str], passes: int) -> None:
                     "memory": e.memory(c),
                     "measure": Measure(),
                 }
-            for _ in range(passes):
-                for e in engines:
+            for r in range(passes):
+                for e in _rotated(engines, r):
                     if e.name in compiled:
                         _run_document(e, compiled[e.name], tokens, vocab.size, rows[e.name]["measure"], rng)
             print(f"\n  {sname} ({len(tokens)} tokens)")
