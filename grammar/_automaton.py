@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._analysis import left_recursion, nullable_rules
+from ._analysis import left_recursion, nullable, nullable_rules
 from ._errors import CompileError, LimitError
 from ._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq, walk
 
@@ -32,6 +32,7 @@ MAX_STACK_DEPTH = 64
 MAX_CLOSURE = 20_000
 _SIZE_CHECK = 20_000  # NFA states after which a lower bound on the total is worked out once
 _SPELLED_REPEAT = 4_096  # states past which a counted repeat calls its item instead of copying it
+_SPELLED_COPIES = 64  # ... or copies past which it does (the counts far from its bounds share masks)
 _FEW_CELLS = 4  # successors of one state a vectorised walk computes one by one, not as a row
 
 
@@ -167,6 +168,11 @@ class _NFA:
         self.starts: dict[str, int] = {}
         self.pending: list[tuple[Node, int, tuple[str, ...]]] = []  # (rule or body, its start, inlining)
         self.bodies: dict[Node, int] = {}  # items of long counted repeats, emitted once and called
+        # Return state of a call of a body -> (repeat, copies made on return, min, max): what
+        # lets states that differ only in counts far from both bounds share a mask.
+        self.counted: dict[int, tuple[int, int, int, int | None]] = {}
+        self._sites = 0
+        self._nullable: set[str] | None = None
         # The return state of a frame whose caller is unknown: a state seen only from inside a
         # rule (see `Automaton.frame_split`) pops to it where the rule ends.
         self.exit = self.new()
@@ -280,13 +286,14 @@ class _NFA:
     def _body_of(self, node: Repeat, inlining: tuple[str, ...]) -> int | None:
         """The start of `node`'s item emitted once as a called body, where spelling out one
         copy per count would make too many states (`maxLength: 5000` over a string's
-        characters, `maxItems` over objects with bounded strings: nested, they multiply); None
-        where the copies spelled out stay few."""
+        characters, `maxItems` over objects with bounded strings: nested, they multiply) or
+        many counts (a call's return state tells a count's masks apart only near the bounds:
+        see `counted`); None where the copies spelled out stay few."""
         copies = node.max if node.max is not None else node.min
         if copies < 2:
             return None
         size = self._fewest(node.item, self.rules.rules, self.recursive | self.shared, {}, [])
-        if size <= 2 or size * copies <= _SPELLED_REPEAT:
+        if size <= 2 or (size * copies <= _SPELLED_REPEAT and copies <= _SPELLED_COPIES):
             return None
         start = self.bodies.get(node.item)
         if start is None:
@@ -294,12 +301,26 @@ class _NFA:
             self.pending.append((node.item, start, inlining))
         return start
 
-    def _copy(self, item: Node, body: int | None, s: int, inlining: tuple[str, ...]) -> int:
-        """One copy of a repeated `item` from state `s`: spelled out, or a call of its `body`."""
+    def _count_site(self, node: Repeat) -> int | None:
+        """A number for this repeat, where each copy reads at least a byte (so a token can
+        complete no more copies than it has bytes; see `counted`), else None."""
+        if self._nullable is None:
+            self._nullable = nullable_rules(self.rules.rules)
+        if nullable(node.item, self._nullable):
+            return None
+        self._sites += 1
+        return self._sites
+
+    def _copy(self, node: Repeat, body: int | None, site: int | None, done: int, s: int,
+              inlining: tuple[str, ...]) -> int:
+        """The copy of `node`'s item that makes `done` copies, from state `s`: spelled out, or
+        a call of its `body` whose return state notes the count."""
         if body is None:
-            return self._emit(item, s, inlining)
+            return self._emit(node.item, s, inlining)
         ret = self.new()
         self.calls[s] += ((body, ret),)
+        if site is not None:
+            self.counted[ret] = (site, done, node.min, node.max)
         return ret
 
     def _emit(self, node: Node, s: int, inlining: tuple[str, ...]) -> int:
@@ -325,18 +346,19 @@ class _NFA:
             return end
         if isinstance(node, Repeat):
             body = self._body_of(node, inlining)
-            for _ in range(node.min):
-                s = self._copy(node.item, body, s, inlining)
+            site = self._count_site(node) if body is not None else None
+            for done in range(1, node.min + 1):
+                s = self._copy(node, body, site, done, s, inlining)
             if node.max is None:
                 loop = self.new()
                 self.eps[s] += (loop,)
-                body_end = self._copy(node.item, body, loop, inlining)
+                body_end = self._copy(node, body, site, node.min + 1, loop, inlining)
                 self.eps[body_end] += (loop,)
                 return loop
             end = self.new()
-            for _ in range(node.max - node.min):
+            for done in range(node.min + 1, node.max + 1):
                 self.eps[s] += (end,)
-                s = self._copy(node.item, body, s, inlining)
+                s = self._copy(node, body, site, done, s, inlining)
             self.eps[s] += (end,)
             return end
         if isinstance(node, Ref):
@@ -376,7 +398,7 @@ def _repeat_states(item_states: int, node: Repeat) -> int:
     """The fewest states a repeat of an item of `item_states` states makes: each copy spelled
     out, or (see `_NFA._body_of`) one return state per copy past the body made once."""
     copies = node.max if node.max is not None else node.min + 1
-    if item_states > 2 and item_states * copies > _SPELLED_REPEAT:
+    if item_states > 2 and (item_states * copies > _SPELLED_REPEAT or copies > _SPELLED_COPIES):
         return copies + 1
     return item_states * copies + 1
 

@@ -10,11 +10,11 @@ import bisect
 import sys
 import threading
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ._automaton import DEAD, MAX_STACK_DEPTH, UNBUILT, Automaton
+from ._automaton import DEAD, MAX_STACK_DEPTH, UNBUILT, Automaton, Stack
 from ._completion import Completion
 from ._errors import CompileError
 from ._grammar import Grammar
@@ -129,6 +129,7 @@ class CompiledGrammar:
         self._utf8_loop: dict[int, bool] = {}
         self._doom: dict[int, bool] = {}
         self._inside: dict[int, _Inside] = {}
+        self._by_far_counts: dict[tuple, StateMask] = {}  # see `_far_counts_key`
         nfa = self.automaton.nfa
         self._framed = bool(nfa.recursive or nfa.shared_starts)
         self._lock = threading.RLock()
@@ -157,9 +158,45 @@ class CompiledGrammar:
         with self._lock:
             found = self._masks.get(state)
             if found is None:
-                found = self._compute_mask(state)
+                key = self._far_counts_key(state) if self.automaton.nfa.counted else None
+                shared = self._by_far_counts.get(key) if key is not None else None
+                if shared is not None:  # its own successors, though: they differ in count
+                    found = replace(shared, successors=None)
+                else:
+                    found = self._compute_mask(state)
+                    if key is not None:
+                        self._by_far_counts[key] = found
                 self._masks[state] = found
             return found
+
+    def _far_counts_key(self, state: int) -> tuple | None:
+        """`state` with every count of a called repeat that no token can bring to a bound (at
+        least as many copies left as a token has bytes, and the minimum met or beyond reach)
+        put as one mark, or None where it has none: states with the same key allow the same
+        tokens, so a long bounded string finds its mask once, not at every character."""
+        a = self.automaton
+        counted = a.nfa.counted
+        reach = self.tables.longest
+        memo: dict[Stack, Stack] = {}
+        far = False
+        configs = []
+        for q, stack in a.configs[state]:
+            frames = []
+            while stack and stack not in memo:
+                frames.append(stack)
+                stack = stack[1]
+            marked = memo[stack] if stack else ()
+            for frame in reversed(frames):
+                ret, _, depth = frame
+                count = counted.get(ret)
+                if count is not None:
+                    site, done, least, most = count
+                    if (most is None or most - done >= reach) and (least <= done or least - done > reach):
+                        ret = ("far", site)
+                        far = True
+                marked = memo[frame] = (ret, marked, depth)
+            configs.append((q, marked))
+        return (frozenset(configs), a.accepting[state]) if far else None
 
     def successors(self, state: int) -> np.ndarray:
         """The distinct states the tokens allowed in `state` lead to (EOS excluded)."""

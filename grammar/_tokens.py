@@ -49,6 +49,7 @@ class TokenTables:
             None if (i in special or not tokens[i]) else tokens[i] for i in range(len(tokens))
         ) + (None,) * (self.size - len(tokens))
         self.eos_ids = np.array(sorted(int(i) for i in vocab.eos_ids if i < self.size), np.int32)
+        self.longest = max((len(b) for b in self.token_bytes if b is not None), default=0)  # bytes
 
         ordinary = [i for i, b in enumerate(self.token_bytes) if b is not None]
         short = [i for i in ordinary if len(self.token_bytes[i]) <= MATRIX_WIDTH]

@@ -61,12 +61,12 @@ def automaton_of(rules: Rules) -> Automaton:
 def repeats_called():
     """Every repeat of an item of three states or more made as calls of one body, as only
     long ones are (`_NFA._body_of`), so the small random grammars here test that form too."""
-    saved = _automaton._SPELLED_REPEAT
-    _automaton._SPELLED_REPEAT = 0
+    saved = _automaton._SPELLED_REPEAT, _automaton._SPELLED_COPIES
+    _automaton._SPELLED_REPEAT = _automaton._SPELLED_COPIES = 0
     try:
         yield
     finally:
-        _automaton._SPELLED_REPEAT = saved
+        _automaton._SPELLED_REPEAT, _automaton._SPELLED_COPIES = saved
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -402,6 +402,28 @@ def test_no_dead_end_at_the_stack_depth_bound():
     assert m.is_complete()
 
 
+def test_counts_far_from_a_repeats_bounds_share_one_mask():
+    """A 2,000-character name: every count is a state of its own, but those no token can bring
+    to a bound allow the same tokens, found once; near the bound the masks are their own."""
+    g = GRAMMARS["bounded"]
+
+    def allowed_at(compiled, count: int) -> set[int]:
+        m = grammar.Matcher(compiled)
+        assert m.accept_bytes(b'{"name":"' + b"a" * count)
+        return set(m.next_token_mask().allowed_ids().tolist())
+
+    shared = grammar.CompiledGrammar(g, VOCAB)
+    first = allowed_at(shared, 100)
+    assert allowed_at(shared, 700) == first
+    assert len(shared._by_far_counts) == 1  # the second count reused the first's mask
+    assert allowed_at(grammar.CompiledGrammar(g, VOCAB), 700) == first  # as found afresh
+    long_token = VOCAB.tokens.index(b"ab" * 20)
+    assert long_token in first
+    near = allowed_at(shared, 1990)  # ten characters left: the 40-byte token no longer fits
+    assert long_token not in near and near < first
+    assert near == allowed_at(grammar.CompiledGrammar(g, VOCAB), 1990)
+
+
 def test_a_pattern_whose_loop_and_tail_begin_alike_accepts_its_strings():
     # The loop's state reads "a" into its body and into what follows it: both paths stay live.
     compiled = grammar.compile(grammar.from_json_schema({"type": "string", "pattern": "^a*ab$"}), VOCAB)
