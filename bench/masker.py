@@ -2,10 +2,10 @@
 
     python -m bench.masker [--vocab smollm2,gemma3,qwen25] [--passes 10] [--schema NAME ...]
 
-The same schemas, vocabularies and token sequences for every engine; engines interleaved in
-one process, pass after pass and in turns (each runs after each other), so machine noise and
-cold caches hit them alike. Ratios are ratios of medians;
-compile figures are medians of COMPILE_RUNS fresh compiles.
+The same schemas, vocabularies and token sequences for every engine; engines interleaved in one
+process, pass after pass and in turns (each runs after each other), so machine noise and cold
+caches hit them alike. Ratios are ratios of medians; compile figures are medians of COMPILE_RUNS
+fresh compiles.
 """
 
 from __future__ import annotations
@@ -125,6 +125,10 @@ SCHEMAS: dict[str, tuple[object, object]] = {
             }
         ),
         {"code": "ABC-1234", "title": "A short title for a record", "slug": "a-short-title"},
+    ),
+    "long bounded string": (
+        _closed({"summary": {"type": "string", "maxLength": 1000}, "words": {"type": "integer"}}),
+        {"summary": ("The quick brown fox jumps over the lazy dog. " * 12).strip(), "words": 108},
     ),
     "free JSON": (
         FREE_JSON,
