@@ -2,9 +2,10 @@
 
 Code points become UTF-8 byte ranges; each rule becomes a piece of one NFA. References to rules
 used once are inlined; references inside a recursive cycle, to rules used in several places, and
-the item of a long counted repeat (one call per count) become *calls* that push a return state. A configuration is an NFA state plus a stack of return states, and one
-deterministic state is the closed set of configurations the input so far can be in: a DFA
-where the grammar is regular, a pushdown automaton (bounded in depth) where it recurses.
+the item of a long counted repeat (one call per count) become *calls* that push a return state.
+A configuration is an NFA state plus a stack of return states, and one deterministic state is
+the closed set of configurations the input so far can be in: a DFA where the grammar is
+regular, a pushdown automaton (bounded in depth) where it recurses.
 
 States are numbered on first reach, and each successor is found on first use, one byte class
 at a time (most states are only ever left by one or two of their bytes). Bytes the automaton

@@ -44,6 +44,10 @@ SCHEMAS = {
     "tags": {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
                                               "ok": {"type": "boolean"}},
              "required": ["tags", "ok"], "additionalProperties": False},
+    # Over 64 characters: the string's counts are calls, those far from the bound share a mask.
+    "bounded": {"type": "object", "properties": {"text": {"type": "string", "maxLength": 150},
+                                                 "n": {"type": "integer"}},
+                "required": ["text", "n"], "additionalProperties": False},
 }
 
 
