@@ -294,7 +294,7 @@ class _NFA:
         if copies < 2:
             return None
         size = self._fewest(node.item, self.rules.rules, self.recursive | self.shared, {}, [])
-        if size <= 2 or (size * copies <= _SPELLED_REPEAT and copies <= _SPELLED_COPIES):
+        if not _calls_item(size, copies):
             return None
         start = self.bodies.get(node.item)
         if start is None:
@@ -395,11 +395,18 @@ class _NFA:
                 self._emit_trie(sub, t, end)
 
 
+def _calls_item(item_states: int, copies: int) -> bool:
+    """Whether a repeat of `copies` copies of an item of `item_states` states calls the item
+    (see `_NFA._body_of`) rather than spelling each copy out."""
+    return item_states > 2 and (item_states * copies > _SPELLED_REPEAT or copies > _SPELLED_COPIES)
+
+
 def _repeat_states(item_states: int, node: Repeat) -> int:
     """The fewest states a repeat of an item of `item_states` states makes: each copy spelled
-    out, or (see `_NFA._body_of`) one return state per copy past the body made once."""
+    out, or one return state per copy past the body made once. (Counting the loop's copy too,
+    it calls wherever `_body_of` does, so the count stays a lower bound.)"""
     copies = node.max if node.max is not None else node.min + 1
-    if item_states > 2 and (item_states * copies > _SPELLED_REPEAT or copies > _SPELLED_COPIES):
+    if _calls_item(item_states, copies):
         return copies + 1
     return item_states * copies + 1
 

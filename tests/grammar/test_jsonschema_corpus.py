@@ -71,7 +71,6 @@ def _check(entry) -> tuple[int, int]:
     return invalid, sentences
 
 
-
 def test_dev_sample_is_sound(corpus):
     checked = [_check(e) for e in _dev_sample(corpus)]
     assert sum(i for i, _ in checked) > 100
