@@ -187,6 +187,11 @@ class _NFA:
         # language.
         self.shared_starts = {self.starts[name] for name in self.shared if name in self.starts}
         self.shared_starts.update(self.bodies.values())
+        # Return states that only end the calling rule: a call that returns there (a tail call,
+        # such as each optional property's "rest of the object" in a JSON object's chain) goes
+        # straight back to the caller's caller, so it pushes no frame and a long chain of them
+        # neither deepens the stack nor meets the depth bound.
+        self.tail_returns = {ret for calls in self.calls for _, ret in calls if self._only_ends_rule(ret)}
         # The byte each state reads where it is a *link* of a literal (one single-byte edge,
         # nothing else: a configuration there has one successor, a configuration again), else -1.
         self.link_bytes = [
@@ -195,6 +200,23 @@ class _NFA:
             for edges, eps, calls, end in zip(self.byte_edges, self.eps, self.calls, self.rule_end)
         ]
         self.link_bytes[self.root_end] = -1
+
+    def _only_ends_rule(self, q: int) -> bool:
+        """Whether epsilon edges from `q` lead only to the end of its (called) rule: no byte,
+        no call, and not the end of the root, which a configuration on the empty stack needs."""
+        seen = {q}
+        todo = [q]
+        ends = False
+        while todo:
+            u = todo.pop()
+            if self.byte_edges[u] or self.calls[u] or u == self.root_end:
+                return False
+            ends = ends or self.rule_end[u]
+            for t in self.eps[u]:
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        return ends
 
     def _fewest_states(self) -> int:
         """A lower bound on the states `_emit` makes: the root and each rule it reaches a call
@@ -577,7 +599,9 @@ class Automaton:
                 if nfa.calls[u]:
                     depth = stack_depth(stack)
                     for callee, ret in nfa.calls[u]:
-                        if depth < MAX_STACK_DEPTH or callee in nfa.shared_starts:
+                        if stack and ret in nfa.tail_returns:
+                            todo.append((callee, stack))  # returns where the caller would
+                        elif depth < MAX_STACK_DEPTH or callee in nfa.shared_starts:
                             todo.append((callee, (ret, stack, depth + 1)))
                 if nfa.rule_end[u] and stack:
                     todo.append((stack[0], stack[1]))

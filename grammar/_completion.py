@@ -211,7 +211,9 @@ class Completion:
                 for callee, ret in nfa.calls[p]:
                     cost = to_end[callee] + to_end[ret]
                     if cost < best:
-                        best, deep = cost, max(pushes[callee] + 1, pushes[ret])
+                        # A tail call pushes no frame (see `_NFA.tail_returns`).
+                        deep = pushes[callee] if ret in nfa.tail_returns else max(pushes[callee] + 1, pushes[ret])
+                        best = cost
                 if best < to_end[p]:
                     to_end[p], pushes[p] = best, deep
                     heapq.heappush(heap, (best, p))

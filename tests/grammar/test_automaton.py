@@ -148,6 +148,19 @@ def test_long_bounded_repeats_nest_without_multiplying():
     assert not walks_to_accept(automaton, text(201, 2))
 
 
+def test_a_tail_call_pushes_no_frame_so_right_recursion_has_no_depth_bound():
+    # `list` calls itself last: each call returns where the one before it would, so 200 items
+    # (past the stack-depth bound of 64) stay one frame deep.
+    from grammar._ir import opt
+
+    rules = Rules({"root": ref("list"), "list": seq(lit("a"), opt(seq(lit(","), ref("list"))))}, "root")
+    automaton = Automaton(rules)
+    assert walks_to_accept(automaton, "a" + ",a" * 200)
+    assert not walks_to_accept(automaton, "a" + ",a" * 200 + ",")
+    s = automaton.walk(automaton.start, b"a" + b",a" * 200)
+    assert max(_automaton.stack_depth(stack) for _, stack in automaton.configs[s]) <= 1
+
+
 def test_a_grammar_too_large_to_build_is_refused_without_building_it_whole():
     # A million-state NFA would take seconds to find out state by state.
     with pytest.raises(LimitError, match="too large"):

@@ -424,6 +424,27 @@ def test_counts_far_from_a_repeats_bounds_share_one_mask():
     assert near == allowed_at(grammar.CompiledGrammar(g, VOCAB), 1990)
 
 
+def test_a_long_chain_of_optional_properties_stays_shallow_and_steerable():
+    """Each optional property's "rest of the object" is a tail call: 100 of them neither
+    deepen the stack past its bound (where frame-relative masks stop and the single-byte
+    completion bound is lost) nor make steering search blindly."""
+    from grammar._automaton import stack_depth
+    from grammar._completion import UNKNOWN
+
+    props = {f"p{i}": {"type": "string"} for i in range(100)}
+    schema = {"type": "object", "properties": props, "required": ["p99"], "additionalProperties": False}
+    cg = grammar.CompiledGrammar(grammar.from_json_schema(schema), VOCAB)
+    m = grammar.Matcher(cg)
+    assert m.accept_bytes(b'{"p1":"x","p2":"y"')
+    assert max(stack_depth(stack) for _, stack in cg.automaton.configs[m.state]) <= 2
+    assert cg.completion.upper(m.state) < UNKNOWN
+    steps = 0
+    while not m.is_terminated():
+        assert m.accept_token(m.shortest_completion_token())
+        steps += 1
+    assert steps <= cg.completion.upper(grammar.Matcher(cg).state) and m.is_complete()
+
+
 def test_a_pattern_whose_loop_and_tail_begin_alike_accepts_its_strings():
     # The loop's state reads "a" into its body and into what follows it: both paths stay live.
     compiled = grammar.compile(grammar.from_json_schema({"type": "string", "pattern": "^a*ab$"}), VOCAB)
