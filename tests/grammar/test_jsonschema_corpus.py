@@ -2,7 +2,8 @@
 
 Every instance of a compiled schema, in canonical form, that the oracle rejects must be
 rejected by the grammar; random sentences of the grammar must validate. The byte automaton the
-masks come from must accept every sentence, and every valid instance the grammar accepts. The
+masks come from must accept every sentence, and every valid instance the grammar accepts; token
+masks over a real vocabulary must lead every random walk to a document the oracle accepts. The
 full run over every DEV id, maskbench-extra and the whole test suite is `python -m bench.coverage`.
 """
 
@@ -14,7 +15,7 @@ import random
 import pytest
 
 from bench.coverage import canonical, jsonl, oracle, oracle_valid, suite_entries
-from grammar import CompileError, LimitError, from_json_schema
+from grammar import CompileError, LimitError, Matcher, compile, from_json_schema
 from grammar._automaton import Automaton
 from ir_sampling import sentence
 from test_automaton import walks_to_accept
@@ -75,6 +76,40 @@ def test_dev_sample_is_sound(corpus):
     checked = [_check(e) for e in _dev_sample(corpus)]
     assert sum(i for i, _ in checked) > 100
     assert sum(s for _, s in checked) > 100
+
+
+def test_token_walks_over_the_dev_sample_finish_valid(corpus, smollm2_vocabulary):
+    """Random walks under the masks, on SmolLM2's vocabulary, steered to completion after a
+    random number of free choices: none dead-ends, and each finished document is accepted by
+    the recognizer and (unless the compile dropped a keyword to check afterwards) the oracle."""
+    vocab = smollm2_vocabulary
+    eos = set(vocab.eos_ids)
+    walked = 0
+    for entry in _dev_sample(corpus)[::4]:
+        try:
+            grammar = from_json_schema(entry["schema"])
+            compiled = compile(grammar, vocab)
+        except (CompileError, LimitError):
+            continue
+        validator = oracle(entry["schema"])
+        rng = random.Random(entry["id"])
+        for free in (3, 24):
+            matcher = Matcher(compiled)
+            taken = []
+            while not matcher.is_terminated():
+                assert len(taken) < free + 3000, (entry["id"], "steering does not end")
+                if len(taken) < free:
+                    allowed = matcher.next_token_mask().allowed_ids()
+                    token = int(allowed[rng.randrange(allowed.size)])
+                else:
+                    token = matcher.shortest_completion_token()
+                assert matcher.accept_token(token), (entry["id"], token)
+                taken.append(token)
+            text = vocab.decode([t for t in taken if t not in eos]).decode("utf-8")
+            assert grammar.accepts(text), (entry["id"], text)
+            assert grammar.dropped or oracle_valid(validator, json.loads(text)) is not False, (entry["id"], text)
+            walked += 1
+    assert walked > 40
 
 
 @pytest.mark.parametrize("draft", ["draft4", "draft6", "draft7", "draft2019-09", "draft2020-12"])
