@@ -187,11 +187,6 @@ class _NFA:
         # language.
         self.shared_starts = {self.starts[name] for name in self.shared if name in self.starts}
         self.shared_starts.update(self.bodies.values())
-        # Return states that only end the calling rule: a call that returns there (a tail call,
-        # such as each optional property's "rest of the object" in a JSON object's chain) goes
-        # straight back to the caller's caller, so it pushes no frame and a long chain of them
-        # neither deepens the stack nor meets the depth bound.
-        self.tail_returns = {ret for calls in self.calls for _, ret in calls if self._only_ends_rule(ret)}
         # The byte each state reads where it is a *link* of a literal (one single-byte edge,
         # nothing else: a configuration there has one successor, a configuration again), else -1.
         self.link_bytes = [
@@ -200,23 +195,6 @@ class _NFA:
             for edges, eps, calls, end in zip(self.byte_edges, self.eps, self.calls, self.rule_end)
         ]
         self.link_bytes[self.root_end] = -1
-
-    def _only_ends_rule(self, q: int) -> bool:
-        """Whether epsilon edges from `q` lead only to the end of its (called) rule: no byte,
-        no call, and not the end of the root, which a configuration on the empty stack needs."""
-        seen = {q}
-        todo = [q]
-        ends = False
-        while todo:
-            u = todo.pop()
-            if self.byte_edges[u] or self.calls[u] or u == self.root_end:
-                return False
-            ends = ends or self.rule_end[u]
-            for t in self.eps[u]:
-                if t not in seen:
-                    seen.add(t)
-                    todo.append(t)
-        return ends
 
     def _fewest_states(self) -> int:
         """A lower bound on the states `_emit` makes: the root and each rule it reaches a call
@@ -461,7 +439,7 @@ class Automaton:
         "nfa", "class_of", "class_list", "_reps", "_class_edges", "n_classes", "class_bounds", "single_byte",
         "_forced", "_unbuilt", "_overlapping", "configs", "index", "accepting", "depths", "rows", "_whole", "_capacity", "table", "exits",
         "_exit_config", "_frames", "_moves", "_single_moves", "link_bytes", "links", "_jumps", "_runs",
-        "_spans", "_locals", "start",
+        "_spans", "_locals", "tail_returns", "start",
     )
 
     def __init__(self, rules: Rules):
@@ -487,6 +465,11 @@ class Automaton:
         self._runs: dict[int, tuple[bytes, int, int]] = {}  # see `literal_run`
         self._spans: dict[int, list[tuple[int, int]]] = {}  # see `byte_spans`
         self._locals: dict[int, tuple[tuple[int, ...], bool, tuple[int, ...]]] = {}
+        # Return states that only end the calling rule: a call that returns there (a tail call,
+        # such as each optional property's "rest of the object" in a JSON object's chain) goes
+        # straight back to the caller's caller, so it pushes no frame and a long chain of them
+        # neither deepens the stack nor meets the depth bound.
+        self.tail_returns = {ret for calls in nfa.calls for _, ret in calls if self._only_ends_rule(ret)}
         self.start = self._intern(self._closure([(nfa.root_start, ())]))
 
     def _classes(self, nfa: _NFA) -> None:
@@ -567,6 +550,13 @@ class Automaton:
             found = self._locals[q] = (tuple(states), nfa.root_end in seen, tuple(specials))
         return found
 
+    def _only_ends_rule(self, q: int) -> bool:
+        """Whether epsilon edges from `q` lead only to the end of its (called) rule: no byte,
+        no call, and not the end of the root, which a configuration on the empty stack needs."""
+        states, ends_root, specials = self._local_closure(q)
+        nfa = self.nfa
+        return not states and not ends_root and bool(specials) and not any(nfa.calls[u] for u in specials)
+
     def _closure(self, seeds: list[tuple[int, Stack]]) -> tuple[frozenset, bool]:
         if len(seeds) == 1:
             q, stack = seeds[0]
@@ -599,7 +589,7 @@ class Automaton:
                 if nfa.calls[u]:
                     depth = stack_depth(stack)
                     for callee, ret in nfa.calls[u]:
-                        if stack and ret in nfa.tail_returns:
+                        if stack and ret in self.tail_returns:
                             todo.append((callee, stack))  # returns where the caller would
                         elif depth < MAX_STACK_DEPTH or callee in nfa.shared_starts:
                             todo.append((callee, (ret, stack, depth + 1)))

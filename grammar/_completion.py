@@ -174,6 +174,7 @@ class Completion:
         if self._frames is not None:
             return self._frames
         nfa = self.compiled.automaton.nfa
+        tails = self.compiled.automaton.tail_returns
         n = len(nfa.eps)
         reachable = np.concatenate([[0], np.cumsum(self.compiled.tables.single_bytes)]).tolist()
         steps: list[list[int]] = [[] for _ in range(n)]  # byte edges a single token can take
@@ -211,8 +212,8 @@ class Completion:
                 for callee, ret in nfa.calls[p]:
                     cost = to_end[callee] + to_end[ret]
                     if cost < best:
-                        # A tail call pushes no frame (see `_NFA.tail_returns`).
-                        deep = pushes[callee] if ret in nfa.tail_returns else max(pushes[callee] + 1, pushes[ret])
+                        # A tail call pushes no frame (see `Automaton.tail_returns`).
+                        deep = pushes[callee] if ret in tails else max(pushes[callee] + 1, pushes[ret])
                         best = cost
                 if best < to_end[p]:
                     to_end[p], pushes[p] = best, deep
