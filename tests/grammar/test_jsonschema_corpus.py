@@ -19,13 +19,15 @@ from grammar import CompileError, LimitError, Matcher, compile, from_json_schema
 from grammar._automaton import Automaton
 from ir_sampling import sentence
 from test_automaton import walks_to_accept
+from test_matcher import _random_walk
 
 SUBSETS = ["Glaiveai2K", "Github_easy", "Github_medium", "Github_hard", "Kubernetes", "Snowplow", "JsonSchemaStore"]
 PER_SUBSET = 20
 MAX_SCHEMA_CHARS = 6_000
 
 
-def _dev_sample(corpus):
+@pytest.fixture(scope="module")
+def dev_sample(corpus):
     bench = corpus / "jsonschemabench"
     dev = set((bench / "DEV.txt").read_text().split())
     rng = random.Random(2)
@@ -72,20 +74,20 @@ def _check(entry) -> tuple[int, int]:
     return invalid, sentences
 
 
-def test_dev_sample_is_sound(corpus):
-    checked = [_check(e) for e in _dev_sample(corpus)]
+def test_dev_sample_is_sound(dev_sample):
+    checked = [_check(e) for e in dev_sample]
     assert sum(i for i, _ in checked) > 100
     assert sum(s for _, s in checked) > 100
 
 
-def test_token_walks_over_the_dev_sample_finish_valid(corpus, smollm2_vocabulary):
+def test_token_walks_over_the_dev_sample_finish_valid(dev_sample, smollm2_vocabulary):
     """Random walks under the masks, on SmolLM2's vocabulary, steered to completion after a
     random number of free choices: none dead-ends, and each finished document is accepted by
     the recognizer and (unless the compile dropped a keyword to check afterwards) the oracle."""
     vocab = smollm2_vocabulary
     eos = set(vocab.eos_ids)
     walked = 0
-    for entry in _dev_sample(corpus)[::4]:
+    for entry in dev_sample[::4]:
         try:
             grammar = from_json_schema(entry["schema"])
             compiled = compile(grammar, vocab)
@@ -94,17 +96,11 @@ def test_token_walks_over_the_dev_sample_finish_valid(corpus, smollm2_vocabulary
         validator = oracle(entry["schema"])
         rng = random.Random(entry["id"])
         for free in (3, 24):
-            matcher = Matcher(compiled)
-            taken = []
-            while not matcher.is_terminated():
-                assert len(taken) < free + 3000, (entry["id"], "steering does not end")
-                if len(taken) < free:
-                    allowed = matcher.next_token_mask().allowed_ids()
-                    token = int(allowed[rng.randrange(allowed.size)])
-                else:
-                    token = matcher.shortest_completion_token()
-                assert matcher.accept_token(token), (entry["id"], token)
-                taken.append(token)
+            try:
+                taken = _random_walk(Matcher(compiled), rng.randrange, free, steering=3000)
+            except AssertionError as e:
+                e.add_note(f"schema {entry['id']}")
+                raise
             text = vocab.decode([t for t in taken if t not in eos]).decode("utf-8")
             assert grammar.accepts(text), (entry["id"], text)
             assert grammar.dropped or oracle_valid(validator, json.loads(text)) is not False, (entry["id"], text)

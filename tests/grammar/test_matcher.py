@@ -95,10 +95,11 @@ GRAMMARS = {
 }
 
 
-def _random_walk(matcher: grammar.Matcher, draw_index, max_steps: int) -> list[int]:
-    """Choose allowed tokens until the matcher terminates, steering to completion at the end."""
+def _random_walk(matcher: grammar.Matcher, draw_index, max_steps: int, steering: int = 200) -> list[int]:
+    """Choose allowed tokens until the matcher terminates, steering to completion at the end
+    (in at most `steering` tokens)."""
     taken = []
-    for step in range(max_steps + 200):
+    for step in range(max_steps + steering):
         mask = matcher.next_token_mask()
         allowed = mask.allowed_ids()
         assert allowed.size > 0, "dead end: no token allowed"
