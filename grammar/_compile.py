@@ -467,7 +467,8 @@ class CompiledGrammar:
         a = self.automaton
         t = self.tables
         sorted_bytes = t.sorted_bytes
-        positions: list[int] = []
+        order = t.order
+        ids: list[int] = []
         ends: list[int | None] = []
         run = b""
         s = state  # the state after `run`
@@ -482,43 +483,57 @@ class CompiledGrammar:
                 # tokens that end inside it lead to states left unnumbered.
                 text, offset, after = a.literal_run(link[0])
                 for k in range(offset + 1, len(text)):
-                    lo, hi = _spelling(sorted_bytes, run + text[offset:k], lo, end)
-                    if lo < 0:
-                        spelled = False
+                    prefix = run + text[offset:k]
+                    lo = bisect.bisect_left(sorted_bytes, prefix, lo, end)
+                    if lo == end or not sorted_bytes[lo].startswith(prefix):
+                        spelled = False  # no token spells this much of the literal, so none spells more
                         break
-                    positions.extend(range(lo, hi))
-                    ends.extend([None] * (hi - lo))
+                    if sorted_bytes[lo] == prefix:  # (equal bytes sort together)
+                        hi = lo + 1
+                        while hi < end and sorted_bytes[hi] == prefix:
+                            hi += 1
+                        ids.extend(order[lo:hi].tolist())
+                        ends.extend([None] * (hi - lo))
                 if not spelled:
                     break
                 run += text[offset:]
+                lo = _first_spelling(sorted_bytes, run, lo, end)
+                if lo < 0:
+                    spelled = False  # no token spells all of the literal
+                    break
                 s = a.state_at(after, link[1])
             else:
                 b = a.forced_byte(s)
                 if b < 0:
                     break
                 run += _BYTES[b]
+                lo = _first_spelling(sorted_bytes, run, lo, end)
+                if lo < 0:
+                    spelled = False  # no token spells this much of the run, so none spells more
+                    break
                 s = a.step(s, b)
             if s < 0:
                 spelled = False
                 break
-            lo, hi = _spelling(sorted_bytes, run, lo, end)
-            if lo < 0:
-                spelled = False  # no token spells this much of the run, so none spells more
-                break
-            positions.extend(range(lo, hi))
-            ends.extend([s] * (hi - lo))
+            if sorted_bytes[lo] == run:
+                hi = lo + 1
+                while hi < end and sorted_bytes[hi] == run:
+                    hi += 1
+                ids.extend(order[lo:hi].tolist())
+                ends.extend([s] * (hi - lo))
         if spelled:  # the run ended: the tokens that spell all of it and go on
             lo = bisect.bisect_right(sorted_bytes, run, lo, end)
             hi = bisect.bisect_right(sorted_bytes, run + b"\xff" * MATRIX_WIDTH, lo, end)
             if hi > lo and a.configs[s]:  # (a state with no configurations only ends the document)
                 more, more_ends = self._walk(s, np.arange(lo, hi, dtype=np.int64), start=len(run))
-                positions.extend(more.tolist())
-                ends.extend(more_ends.tolist())
-        doomed = self._doomed_ends(ends) if a.nfa.recursive else None
-        if doomed:
-            kept = [(p, v) for p, v in zip(positions, ends) if v not in doomed]
-            positions, ends = [p for p, _ in kept], [v for _, v in kept]
-        ids = [t.order.item(p) for p in positions] if len(positions) <= _FEW else t.order[positions].tolist()
+                if more.size:
+                    ids.extend(order[more].tolist())
+                    ends.extend(more_ends.tolist())
+        if a.nfa.recursive:
+            doomed = self._doomed_ends(ends)
+            if doomed:
+                kept = [(i, v) for i, v in zip(ids, ends) if v not in doomed]
+                ids, ends = [i for i, _ in kept], [v for _, v in kept]
         long = t.long_starting(first)
         if long.size:
             long_ids, long_ends = self._walk_long(state, long)
@@ -829,18 +844,14 @@ def _size_of(pairs: tuple[tuple[int, int], ...] | None) -> int:
     return sys.getsizeof(pairs) + sum(sys.getsizeof(p) + sys.getsizeof(p[0]) + sys.getsizeof(p[1]) for p in pairs)
 
 
-def _spelling(sorted_bytes: tuple[bytes, ...], prefix: bytes, lo: int, end: int) -> tuple[int, int]:
-    """The sorted position (in lo..end, which holds every token that starts with `prefix`)
-    of the first token that starts with `prefix`, and the end of the tokens that are exactly
-    `prefix`; (-1, -1) where no token starts with it."""
+def _first_spelling(sorted_bytes: tuple[bytes, ...], prefix: bytes, lo: int, end: int) -> int:
+    """The sorted position (in lo..end, which holds every token that starts with `prefix`) of
+    the first token that starts with `prefix`, or -1 where none does."""
     if lo < end and sorted_bytes[lo] < prefix:
         lo = bisect.bisect_left(sorted_bytes, prefix, lo, end)
     if lo == end or not sorted_bytes[lo].startswith(prefix):
-        return -1, -1
-    hi = lo
-    while hi < end and sorted_bytes[hi] == prefix:
-        hi += 1
-    return lo, hi
+        return -1
+    return lo
 
 
 def _byte_set(spans: list[tuple[int, int]]) -> np.ndarray:
