@@ -130,6 +130,7 @@ class CompiledGrammar:
         self._doom: dict[int, bool] = {}
         self._inside: dict[int, _Inside] = {}
         self._by_far_counts: dict[tuple, StateMask] = {}  # see `_far_counts_key`
+        self._unions: dict[tuple[int, bytes], StateMask] = {}  # see `_framed_mask`
         nfa = self.automaton.nfa
         self._framed = bool(nfa.recursive or nfa.shared_starts)
         self._lock = threading.RLock()
@@ -242,7 +243,7 @@ class CompiledGrammar:
                     inside = self._inside[local] = self._inside_of(local)
                 # Relative depths stand for real ones only while real ones stay under the bound.
                 if depth + inside.reach < MAX_STACK_DEPTH:
-                    return self._framed_mask(state, inside, frame, resume, outside, accepting)
+                    return self._framed_mask(state, local, inside, frame, resume, outside, accepting)
         loop, positions, long_ids = self._walk_from(state)
         long_ids = self._walk_long(state, long_ids)[0]
         if loop is not None:
@@ -273,11 +274,11 @@ class CompiledGrammar:
             long_ids = loop.other_long_ids[first[loop.other_long_first]]
         return loop, self._without_doomed(positions, ends)[0], long_ids
 
-    def _framed_mask(self, state: int, inside: _Inside, frame: tuple, resume: int | None, outside: int,
-                     accepting: bool) -> StateMask:
+    def _framed_mask(self, state: int, local: int, inside: _Inside, frame: tuple, resume: int | None,
+                     outside: int, accepting: bool) -> StateMask:
         """The mask of a state with configurations inside a call `frame`: the tokens the
         frame's rule allows from there whatever called it (`inside`, found once per
-        frame-relative state), those that go on past the rule's end and are allowed where it
+        frame-relative state `local`), those that go on past the rule's end and are allowed where it
         returns to (`resume`, found here if None), the long tokens that may, what the
         configurations `outside` every call allow, and EOS where `accepting` (the
         configurations that finished the document have left every frame)."""
@@ -307,9 +308,18 @@ class CompiledGrammar:
         extra = [e for e in extra if e.size]
         if not extra:
             return StateMask(base.count, base.ids, base.inverted, base.words, base.values, None, base.pairs, base.row)
-        if not base.inverted:
-            return self._state_mask([base.ids, *extra], False)
-        return self._all_but(base.ids, np.concatenate(extra))
+        # The same rule called from places that are followed alike (every string property
+        # followed by `,"`) adds the same few tokens to it: the union is made once.
+        added = np.sort(np.concatenate(extra)) if len(extra) > 1 else np.sort(extra[0])
+        key = (local, added.tobytes())
+        found = self._unions.get(key)
+        if found is None:
+            if not base.inverted:
+                found = self._state_mask([base.ids, added], False)
+            else:
+                found = self._all_but(base.ids, added)
+            self._unions[key] = found
+        return StateMask(found.count, found.ids, found.inverted, found.words, found.values, None, found.pairs, found.row)
 
     def _inside_of(self, local: int) -> _Inside:
         """Walk the tokens from a state seen inside its frame (see `Automaton.frame_split`),
