@@ -21,9 +21,11 @@ import numpy as np
 from bench._engines import FREE_JSON, Engine, all_engines
 from runtimes.testing import GreedyTokenizer
 
-COMPILE_RUNS = 5
+COMPILE_RUNS = 11
 """Fresh compiles (grammar plus every state the document visits) per engine and schema; the
-median is reported, as one cold run on a shared machine is too noisy to rank engines."""
+median is reported, as one cold run on a shared machine is too noisy to rank engines.
+XGrammar's compile runs on two threads and takes half again as long when the other core is
+busy, so with few runs the median falls in either mode by chance."""
 
 ONE_RUN_S = 10.0
 """An engine whose compile took longer than this is not compiled again for the schema (a
