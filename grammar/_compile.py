@@ -10,7 +10,7 @@ import bisect
 import sys
 import threading
 import weakref
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -59,9 +59,6 @@ class StateMask:
     inverted: bool
     words: np.ndarray  # int32 indices of the bitmask words that differ from the background
     values: np.ndarray  # int32 contents of those words
-    # Distinct states the allowed tokens lead to (EOS excluded); None until asked for (see
-    # `CompiledGrammar.successors`): only completion bounds need them, not decoding.
-    successors: np.ndarray | None
     pairs: tuple[tuple[int, int], ...] | None = None  # (word, value) when few: set one by one
     row: np.ndarray | None = None  # the whole packed row, kept instead when it is the smaller
 
@@ -131,6 +128,7 @@ class CompiledGrammar:
         self._inside: dict[int, _Inside] = {}
         self._by_far_counts: dict[tuple, StateMask] = {}  # see `_far_counts_key`
         self._unions: dict[tuple[int, bytes], StateMask] = {}  # see `_framed_mask`
+        self._successors: dict[int, np.ndarray] = {}  # see `successors`
         nfa = self.automaton.nfa
         self._framed = bool(nfa.recursive or nfa.shared_starts)
         self._lock = threading.RLock()
@@ -146,7 +144,7 @@ class CompiledGrammar:
             ids.nbytes + words.nbytes + values.nbytes + _size_of(pairs) + (0 if full is None else full.nbytes)
             for ids, words, values, pairs, full in [*self._pool.values(), *self._small_pool.values()]
         )
-        successors = sum(m.successors.nbytes for m in self._masks.values() if m.successors is not None)
+        successors = sum(s.nbytes for s in self._successors.values())
         inside = sum(i.nbytes for i in self._inside.values())
         return int(rows + successors + inside + self.automaton.table[: len(self.automaton.configs)].nbytes)
 
@@ -161,8 +159,8 @@ class CompiledGrammar:
             if found is None:
                 key = self._far_counts_key(state) if self.automaton.nfa.counted else None
                 shared = self._by_far_counts.get(key) if key is not None else None
-                if shared is not None:  # its own successors, though: they differ in count
-                    found = replace(shared, successors=None)
+                if shared is not None:
+                    found = shared
                 else:
                     found = self._compute_mask(state)
                     if key is not None:
@@ -200,16 +198,20 @@ class CompiledGrammar:
         return (frozenset(configs), a.accepting[state]) if far else None
 
     def successors(self, state: int) -> np.ndarray:
-        """The distinct states the tokens allowed in `state` lead to (EOS excluded)."""
-        found = self.mask(state)
-        if found.successors is None:
+        """The distinct states the tokens allowed in `state` lead to (EOS excluded): what
+        completion bounds search, found without the state's mask, which decoding needs and
+        a search does not."""
+        found = self._successors.get(state)
+        if found is None:
             with self._lock:
                 if self.automaton.forced_byte(state) >= 0:
                     ends = np.asarray(self._forced_tokens(state, number_ends=True)[1], np.int32)
                 else:
-                    ends = self.token_ends(state)[1]
-                found.successors = _distinct(ends)
-        return found.successors
+                    _, ends, looping = self._walked_ends(state)
+                    if looping.size:
+                        ends = np.append(ends, np.int32(state))
+                found = self._successors[state] = _distinct(ends)
+        return found
 
     def walk_token(self, state: int, token_id: int) -> int:
         data = self.tables.token_bytes[token_id] if 0 <= token_id < self.vocab_size else None
@@ -244,23 +246,23 @@ class CompiledGrammar:
                 # Relative depths stand for real ones only while real ones stay under the bound.
                 if depth + inside.reach < MAX_STACK_DEPTH:
                     return self._framed_mask(state, local, inside, frame, resume, outside, accepting)
-        loop, positions, long_ids = self._walk_from(state)
+        loop, positions, _, long_ids = self._walk_from(state)
         long_ids = self._walk_long(state, long_ids)[0]
         if loop is not None:
             return self._loop_mask(loop, [t.order[positions], long_ids], accepting)
         return self._state_mask([t.order[positions], long_ids], accepting)
 
     def _walk_from(self, state: int, track: _Track | None = None
-                   ) -> tuple[LoopClass | None, np.ndarray, np.ndarray]:
+                   ) -> tuple[LoopClass | None, np.ndarray, np.ndarray, np.ndarray]:
         """Walk every token that may be allowed in `state`: returns its loop class (None unless
-        most tokens loop on it), the sorted-order positions of the walked tokens that survive,
-        and the ids of the long tokens still to walk."""
+        most tokens loop on it), the sorted-order positions of the walked tokens that survive
+        and the state each ends in, and the ids of the long tokens still to walk."""
         t = self.tables
         spans = self.automaton.byte_spans(state)
         if sum(b1 - b0 for b0, b1 in spans) < _LOOP_BYTES:
             # Too few next bytes for a loop class: no need to number every successor.
             positions, ends = self._prefix_walk(state, track)
-            return None, self._without_doomed(positions, ends)[0], t.long_starting_in(spans)
+            return None, *self._without_doomed(positions, ends), t.long_starting_in(spans)
         row_np = self.automaton.byte_row(state)
         loop = self._loop_class(state, row_np)
         first = row_np >= 0
@@ -272,7 +274,7 @@ class CompiledGrammar:
             # first byte that may not loop.
             positions, ends = self._walk(state, loop.other_positions, start=loop.other_skip, track=track)
             long_ids = loop.other_long_ids[first[loop.other_long_first]]
-        return loop, self._without_doomed(positions, ends)[0], long_ids
+        return loop, *self._without_doomed(positions, ends), long_ids
 
     def _framed_mask(self, state: int, local: int, inside: _Inside, frame: tuple, resume: int | None,
                      outside: int, accepting: bool) -> StateMask:
@@ -307,7 +309,7 @@ class CompiledGrammar:
             extra.append(t.eos_ids)
         extra = [e for e in extra if e.size]
         if not extra:
-            return StateMask(base.count, base.ids, base.inverted, base.words, base.values, None, base.pairs, base.row)
+            return base
         # The same rule called from places that are followed alike (every string property
         # followed by `,"`) adds the same few tokens to it: the union is made once.
         added = np.sort(np.concatenate(extra)) if len(extra) > 1 else np.sort(extra[0])
@@ -319,13 +321,13 @@ class CompiledGrammar:
             else:
                 found = self._all_but(base.ids, added)
             self._unions[key] = found
-        return StateMask(found.count, found.ids, found.inverted, found.words, found.values, None, found.pairs, found.row)
+        return found
 
     def _inside_of(self, local: int) -> _Inside:
         """Walk the tokens from a state seen inside its frame (see `Automaton.frame_split`),
         noting each token that reaches the frame's end with bytes still to go."""
         track = _Track([] if self.automaton.nfa.recursive else None)
-        loop, positions, long_ids = self._walk_from(local, track)
+        loop, positions, _, long_ids = self._walk_from(local, track)
         long_kept, long_cross = self._split_long(local, long_ids, track)
         depths = self.automaton.depths
         passed = np.concatenate(track.passed).tolist() if track.passed else []
@@ -428,7 +430,7 @@ class CompiledGrammar:
             padding = np.arange(t.size, -(-t.size // 32) * 32, dtype=np.int32)
             cleared = np.concatenate([ids, padding]) if inverted else ids
             shared = self._pool[key] = self._share(ids, *packed_words(cleared, inverted), inverted)
-        return StateMask(count, shared[0], inverted, shared[1], shared[2], None, shared[3], shared[4])
+        return StateMask(count, shared[0], inverted, shared[1], shared[2], shared[3], shared[4])
 
     def _share(self, ids: np.ndarray, words: np.ndarray, values: np.ndarray, inverted: bool = False) -> tuple:
         """One token set's arrays, as words and values or, where that is larger, the row."""
@@ -462,7 +464,7 @@ class CompiledGrammar:
                 values = np.array(list(packed.values()), dtype=np.uint32).view(np.int32)
                 shared = self._share(ids_np, words, values)
             self._small_pool[key] = shared
-        return StateMask(len(allowed), shared[0], False, shared[1], shared[2], None, shared[3], shared[4])
+        return StateMask(len(allowed), shared[0], False, shared[1], shared[2], shared[3], shared[4])
 
     def _forced_tokens(self, state: int, number_ends: bool = False) -> tuple[list[int], list[int] | None]:
         """Tokens allowed in a state that forces its next bytes: those that spell a prefix of
@@ -803,12 +805,20 @@ class CompiledGrammar:
 
     def token_ends(self, state: int) -> tuple[np.ndarray, np.ndarray]:
         """Every token allowed in `state` (EOS excluded) and the state each leads to."""
+        ids, ends, looping = self._walked_ends(state)
+        if not looping.size:
+            return ids, ends
+        return np.concatenate([ids, looping]), np.concatenate([ends, np.full(looping.size, state, np.int32)])
+
+    def _walked_ends(self, state: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`token_ends` of the tokens walked from `state`, and the ids of those that certainly
+        lead back to it (made only of its looping bytes, so not walked)."""
         t = self.tables
         with self._lock:
-            positions, ends = self._without_doomed(*self._prefix_walk(state))
-            long_ids, long_ends = self._walk_long(state, t.long_ids)
-        ids = np.concatenate([t.order[positions], long_ids])
-        return ids.astype(np.int32), np.concatenate([ends, long_ends])
+            loop, positions, ends, long_ids = self._walk_from(state)
+            long_ids, long_ends = self._walk_long(state, long_ids)
+        ids = np.concatenate([t.order[positions], long_ids]).astype(np.int32)
+        return ids, np.concatenate([ends, long_ends]), _NO_WORDS if loop is None else loop.looping_ids
 
     @property
     def completion(self) -> Completion:

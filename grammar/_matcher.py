@@ -157,8 +157,7 @@ class Matcher:
         if cached is None:
             eos = self.compiled.tables.eos_ids
             words, values = packed_words(eos, False)
-            cached = StateMask(int(eos.size), eos, False, words, values, np.zeros(0, np.int32),
-                               word_pairs(words, values))
+            cached = StateMask(int(eos.size), eos, False, words, values, word_pairs(words, values))
             self.compiled._eos_only_mask = cached
         return cached
 

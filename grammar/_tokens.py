@@ -29,13 +29,15 @@ _LOCK = threading.Lock()
 class LoopClass:
     """The tokens that do not certainly loop on a state: their sorted positions (the only ones a
     walk must still visit, each from its first byte that may not loop), the long tokens among
-    them with their first bytes, and all their sorted ids (special and padding ids included)."""
+    them with their first bytes, and all their sorted ids (special and padding ids included);
+    and the ids of those that do."""
 
     other_positions: np.ndarray
     other_skip: np.ndarray  # per other position: its leading bytes that certainly loop
     other_long_ids: np.ndarray
     other_long_first: np.ndarray
     other_ids: np.ndarray
+    looping_ids: np.ndarray
 
 
 class TokenTables:
@@ -166,6 +168,7 @@ class TokenTables:
                 self.long_ids[~long_ok],
                 self.long_first[~long_ok],
                 np.flatnonzero(~by_id).astype(np.int32),
+                np.flatnonzero(by_id).astype(np.int32),
             )
             self._loop_cache[key] = hit
         return hit
