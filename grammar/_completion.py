@@ -49,6 +49,9 @@ class Completion:
         self._found: dict[int, int] = {}  # upper bounds the searches proved
         self._spelled: dict[int, int] = {}  # upper bounds from single-byte spellings
         self._frames: tuple[list[int], list[int]] | None = None
+        # Lower bounds a search that ran out of states proved for every state it went through
+        # (see `shortest_tokens`).
+        self._beyond: dict[int, int] = {}
 
     # -- bounds -------------------------------------------------------------------------------
 
@@ -61,6 +64,7 @@ class Completion:
         if a.accepting[state]:
             return 0, True
         parent = {state: -1}
+        reached = {state: 0}  # each state's distance from `state`
         level = [state]
         depth = 0
         while level:
@@ -71,12 +75,19 @@ class Completion:
                     if v in parent:
                         continue
                     parent[v] = s
+                    reached[v] = depth
                     if a.accepting[v]:
                         self._record_path(v, parent)
                         return depth, True
                     following.append(v)
                     if len(parent) > MAX_COMPLETION_SEARCH:
+                        # No state closer than `depth` completes: one `k` tokens in is at least
+                        # `depth - k` from completion.
                         self._lower[state] = (depth, False)
+                        beyond = self._beyond
+                        for u, k in reached.items():
+                            if beyond.get(u, 0) < depth - k:
+                                beyond[u] = depth - k
                         return depth, False
             level = following
         raise MatcherError(f"no completion is reachable from {a.describe(state)}")
@@ -135,7 +146,13 @@ class Completion:
         candidates = np.unique(ends).tolist()
         if not candidates:
             raise MatcherError(f"no token is allowed in {c.automaton.describe(state)}")
-        self.lower(state)  # a search that finds a shortest path records it in `upper`
+        if state not in self._beyond:
+            # A search that finds a shortest path records it in `upper`. Inside the states a
+            # search that ran out went through, another would cover less and run out too:
+            # steering there ranks tokens by the certain bounds alone, searching again once
+            # past them (so a document thousands of tokens from whole costs a search every
+            # few dozen tokens, not at every one).
+            self.lower(state)
         dist = {v: self.upper(v) for v in candidates}
         if min(dist.values()) >= UNKNOWN:  # nothing certain: the nearest lower bound
             dist = {v: self.lower(v)[0] for v in candidates}
