@@ -198,7 +198,8 @@ class Matcher:
         """Allowed tokens that lead towards completing the document.
 
         Without `within`: the tokens that begin a shortest completion (EOS where the document
-        is whole). With it: every allowed token after which the document can certainly be
+        is whole), where a search within its state limit finds one; farther from whole, those
+        that most lower a length the completion certainly keeps under. With it: every allowed token after which the document can certainly be
         completed in `within - 1` more tokens (EOS included where it is whole), so a decoder
         can keep the model's preference while making sure it closes in time; the shortest
         completion's tokens where no token is certain to.
@@ -212,7 +213,8 @@ class Matcher:
             return self.compiled.completion.tokens_within(s, within)
 
     def shortest_completion_token(self, logits: np.ndarray | None = None) -> int:
-        """A token on a shortest path to completion; the highest-scoring one if `logits`."""
+        """A token of `completion_token_ids()`: on a shortest path to completion where one is
+        found; the highest-scoring one if `logits`."""
         ids = self.completion_token_ids()
         if ids.size == 0:
             raise MatcherError("no completion token: the vocabulary has no EOS id")

@@ -383,6 +383,73 @@ def test_real_vocabulary_walks(smollm2_gguf):
         assert not (set(taken[:-1]) & set(vocab.special_ids))
 
 
+@pytest.mark.parametrize(
+    "name,prefix",
+    [("shared", b'{"name":"ab'), ("shared", b'{"name":"","age":12'), ("json", b'{"a":["x'), ("json", b"[1,"),
+     ("bounded", b'{"name":"abc')],
+)
+def test_token_ends_agree_with_walking_every_token(smollm2_vocabulary, name, prefix):
+    """Where each allowed token leads, as completion searches see it: the tokens a state loops
+    on are not walked there (string states), so compare with stepping every token itself."""
+    cg = grammar.compile(GRAMMARS[name], smollm2_vocabulary)
+    m = grammar.Matcher(cg)
+    assert m.accept_bytes(prefix)
+    s = m.state
+    ids, ends = cg.token_ends(s)
+    assert len(set(ids.tolist())) == ids.size
+    found = dict(zip(ids.tolist(), ends.tolist()))
+    expected = {}
+    for token in range(smollm2_vocabulary.size):
+        nxt = cg.walk_token(s, token)
+        if nxt >= 0:
+            expected[token] = nxt
+    assert found == expected
+    assert cg.successors(s).tolist() == sorted(set(expected.values()))
+
+
+def test_steering_far_from_completion_does_not_search_at_every_token(smollm2_vocabulary, monkeypatch):
+    """A document hundreds of tokens from whole: a completion search that runs out of states
+    proves the states it went through far from whole too, so steering through them searches no
+    more, and still ends with a document the schema accepts."""
+    from grammar import _completion
+
+    member = {
+        "type": "object",
+        "properties": {
+            "unit": {"type": ["string", "null"]}, "kind": {"enum": ["uint32", "string", "double"]},
+            "nullable": {"type": "boolean"}, "default": {"type": ["string", "number", "null"]},
+            "comments": {"type": "string"}, "per": {"enum": ["job", "core", "node"]},
+        },
+        "required": ["unit", "kind", "nullable", "default", "comments", "per"],
+        "additionalProperties": False,
+    }
+    names = [f"field_{i}" for i in range(12)]
+    schema = {"type": "object", "properties": dict.fromkeys(names, member), "required": names,
+              "additionalProperties": False}
+    g = grammar.from_json_schema(schema)
+    cg = grammar.compile(g, smollm2_vocabulary)
+    ran_out = []
+    search = _completion.Completion.lower
+
+    def counted(self, state):
+        fresh = state not in self._lower
+        found = search(self, state)
+        if fresh and not found[1]:
+            ran_out.append(state)
+        return found
+
+    monkeypatch.setattr(_completion.Completion, "lower", counted)
+    m = grammar.Matcher(cg)
+    taken = []
+    while not m.is_terminated():
+        taken.append(m.shortest_completion_token())
+        assert m.accept_token(taken[-1])
+    assert len(taken) > 300
+    assert len(ran_out) <= len(taken) // 20
+    eos = set(smollm2_vocabulary.eos_ids)
+    assert g.accepts(smollm2_vocabulary.decode([t for t in taken if t not in eos]).decode())
+
+
 def test_no_dead_end_at_the_stack_depth_bound():
     """Nesting past the depth bound is refused before it can strand the document."""
     g = grammar.tool_calls([grammar.ToolSchema("f", {"type": "object", "properties": {"d": {"type": "object"}}})])
