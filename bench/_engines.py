@@ -251,3 +251,6 @@ class OutlinesCore(Engine):
 
 def all_engines() -> list[Engine]:
     return [Ours(), XGrammar(), LLGuidance(), OutlinesCore()]
+
+
+ENGINE_NAMES = [e.name for e in (Ours, XGrammar, LLGuidance, OutlinesCore)]

@@ -1,6 +1,7 @@
 """Per-decode-step masking cost, our engine beside XGrammar, llguidance and outlines-core.
 
     python -m bench.masker [--vocab smollm2,gemma3,qwen25] [--passes 10] [--schema NAME ...]
+                           [--engine NAME ...]
 
 The same schemas, vocabularies and token sequences for every engine; engines interleaved in one
 process, pass after pass and in turns (each runs after each other), so machine noise and cold
@@ -18,7 +19,7 @@ import time
 
 import numpy as np
 
-from bench._engines import FREE_JSON, Engine, all_engines
+from bench._engines import ENGINE_NAMES, FREE_JSON, Engine, all_engines
 from runtimes.testing import GreedyTokenizer
 
 COMPILE_RUNS = 11
@@ -195,11 +196,12 @@ def _fmt(x: float | None, scale: float = 1e6, digits: int = 1) -> str:
     return "n/a" if x is None else f"{x * scale:.{digits}f}"
 
 
-def run(vocab_names: list[str], schema_names: list[str], passes: int) -> None:
+def run(vocab_names: list[str], schema_names: list[str], passes: int, engine_names: list[str] | None = None) -> None:
     from bench import vocabularies
 
     loaders = {"smollm2": vocabularies.smollm2, "gemma3": vocabularies.gemma3, "qwen25": vocabularies.qwen25}
-    engines = [e for e in all_engines()]
+    # A subset, for a quicker look at two engines side by side.
+    engines = [e for e in all_engines() if engine_names is None or e.name in engine_names]
     for e in engines:
         if not e.available:
             print(f"# {e.name}: unavailable ({e.why_unavailable})")
@@ -294,8 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocab", default="smollm2,qwen25,gemma3")
     parser.add_argument("--passes", type=int, default=10)
     parser.add_argument("--schema", action="append", choices=sorted(SCHEMAS), help="repeatable; default all")
+    parser.add_argument("--engine", action="append", choices=ENGINE_NAMES, help="repeatable; default all")
     args = parser.parse_args(argv)
-    run(args.vocab.split(","), args.schema or list(SCHEMAS), args.passes)
+    run(args.vocab.split(","), args.schema or list(SCHEMAS), args.passes, args.engine)
     return 0
 
 
