@@ -114,6 +114,8 @@ class Completion:
         """Whether a completion of at most `n` tokens is certain (False: not proved)."""
         if self.upper(state) <= n:
             return True
+        if self._beyond.get(state, 0) > n:
+            return False  # a search that ran out of states went through it: too far, no new one
         low, exact = self.lower(state)
         return exact and low <= n
 

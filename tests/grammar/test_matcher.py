@@ -409,8 +409,9 @@ def test_token_ends_agree_with_walking_every_token(smollm2_vocabulary, name, pre
 
 def test_steering_far_from_completion_does_not_search_at_every_token(smollm2_vocabulary, monkeypatch):
     """A document hundreds of tokens from whole: a completion search that runs out of states
-    proves the states it went through far from whole too, so steering through them searches no
-    more, and still ends with a document the schema accepts."""
+    proves the states it went through far from whole too, so steering through them, or asking
+    whether a small budget still fits, searches no more; and it still ends with a document the
+    schema accepts."""
     from grammar import _completion
 
     member = {
@@ -442,6 +443,7 @@ def test_steering_far_from_completion_does_not_search_at_every_token(smollm2_voc
     m = grammar.Matcher(cg)
     taken = []
     while not m.is_terminated():
+        m.can_complete_within(8)  # as a runtime with a budget nearly spent asks at every token
         taken.append(m.shortest_completion_token())
         assert m.accept_token(taken[-1])
     assert len(taken) > 300
