@@ -196,7 +196,8 @@ def _fmt(x: float | None, scale: float = 1e6, digits: int = 1) -> str:
     return "n/a" if x is None else f"{x * scale:.{digits}f}"
 
 
-def run(vocab_names: list[str], schema_names: list[str], passes: int, engine_names: list[str] | None = None) -> None:
+def run(vocab_names: list[str], schema_names: list[str], passes: int,
+        engine_names: list[str] | None = None) -> None:
     from bench import vocabularies
 
     loaders = {"smollm2": vocabularies.smollm2, "gemma3": vocabularies.gemma3, "qwen25": vocabularies.qwen25}

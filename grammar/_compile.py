@@ -280,8 +280,8 @@ class CompiledGrammar:
                      outside: int, accepting: bool) -> StateMask:
         """The mask of a state with configurations inside a call `frame`: the tokens the
         frame's rule allows from there whatever called it (`inside`, found once per
-        frame-relative state `local`), those that go on past the rule's end and are allowed where it
-        returns to (`resume`, found here if None), the long tokens that may, what the
+        frame-relative state `local`), those that go on past the rule's end and are allowed
+        where it returns to (`resume`, found here if None), the long tokens that may, what the
         configurations `outside` every call allow, and EOS where `accepting` (the
         configurations that finished the document have left every frame)."""
         t = self.tables

@@ -50,7 +50,7 @@ class Completion:
         self._spelled: dict[int, int] = {}  # upper bounds from single-byte spellings
         self._frames: tuple[list[int], list[int]] | None = None
         # Lower bounds a search that ran out of states proved for every state it went through
-        # (see `shortest_tokens`).
+        # (see `shortest_tokens` and `within`).
         self._beyond: dict[int, int] = {}
 
     # -- bounds -------------------------------------------------------------------------------

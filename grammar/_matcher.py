@@ -199,10 +199,11 @@ class Matcher:
 
         Without `within`: the tokens that begin a shortest completion (EOS where the document
         is whole), where a search within its state limit finds one; farther from whole, those
-        that most lower a length the completion certainly keeps under. With it: every allowed token after which the document can certainly be
-        completed in `within - 1` more tokens (EOS included where it is whole), so a decoder
-        can keep the model's preference while making sure it closes in time; the shortest
-        completion's tokens where no token is certain to.
+        that most lower a length the completion certainly keeps under. With it: every allowed
+        token after which the document can certainly be completed in `within - 1` more tokens
+        (EOS included where it is whole), so a decoder can keep the model's preference while
+        making sure it closes in time; the shortest completion's tokens where no token is
+        certain to.
         """
         s = self._history[-1]
         if s == _TERMINATED:
