@@ -52,6 +52,7 @@ class StateMask:
 
     The packed bitmask row is not stored: only the words that differ from all-clear (or, for an
     inverted set, from all-set), so a row costs memory in proportion to the shorter id list.
+    States that allow the same tokens share one (a mask never changes once made).
     """
 
     count: int  # number of allowed ids, EOS included
@@ -61,6 +62,11 @@ class StateMask:
     values: np.ndarray  # int32 contents of those words
     pairs: tuple[tuple[int, int], ...] | None = None  # (word, value) when few: set one by one
     row: np.ndarray | None = None  # the whole packed row, kept instead when it is the smaller
+
+    @property
+    def nbytes(self) -> int:
+        held = self.ids.nbytes + self.words.nbytes + self.values.nbytes + _size_of(self.pairs)
+        return held + (0 if self.row is None else self.row.nbytes)
 
     def allowed_ids(self, size: int) -> np.ndarray:
         if not self.inverted:
@@ -119,9 +125,10 @@ class CompiledGrammar:
             )
         self.vocab_size = self.tables.size
         self._masks: dict[int, StateMask] = {}
-        # (inverted, ids) -> ids, words, values, pairs, row: states with the same set share them
-        self._pool: dict[tuple[bool, bytes], tuple[np.ndarray, np.ndarray, np.ndarray, tuple | None, np.ndarray | None]] = {}
-        self._small_pool: dict[tuple[int, ...], tuple] = {}  # the same, keyed by a few allowed ids
+        # (inverted, ids) -> the mask: states with the same token set share one (masks do not
+        # change once made)
+        self._pool: dict[tuple[bool, bytes], StateMask] = {}
+        self._small_pool: dict[tuple[int, ...], StateMask] = {}  # the same, keyed by a few allowed ids
         self._completion: Completion | None = None
         self._utf8_loop: dict[int, bool] = {}
         self._doom: dict[int, bool] = {}
@@ -140,10 +147,7 @@ class CompiledGrammar:
     @property
     def nbytes(self) -> int:
         """Memory held by this compiled grammar's arrays (the shared vocabulary excluded)."""
-        rows = sum(
-            ids.nbytes + words.nbytes + values.nbytes + _size_of(pairs) + (0 if full is None else full.nbytes)
-            for ids, words, values, pairs, full in [*self._pool.values(), *self._small_pool.values()]
-        )
+        rows = sum(m.nbytes for m in [*self._pool.values(), *self._small_pool.values()])
         successors = sum(s.nbytes for s in self._successors.values())
         inside = sum(i.nbytes for i in self._inside.values())
         return int(rows + successors + inside + self.automaton.table[: len(self.automaton.configs)].nbytes)
@@ -429,20 +433,19 @@ class CompiledGrammar:
             # Bits past the vocabulary in the last word stay clear, whatever the background.
             padding = np.arange(t.size, -(-t.size // 32) * 32, dtype=np.int32)
             cleared = np.concatenate([ids, padding]) if inverted else ids
-            shared = self._pool[key] = self._share(ids, *packed_words(cleared, inverted), inverted)
-        return StateMask(count, shared[0], inverted, shared[1], shared[2], shared[3], shared[4])
+            shared = self._pool[key] = self._share(count, ids, *packed_words(cleared, inverted), inverted)
+        return shared
 
-    def _share(self, ids: np.ndarray, words: np.ndarray, values: np.ndarray, inverted: bool = False) -> tuple:
-        """One token set's arrays, as words and values or, where that is larger, the row."""
+    def _share(self, count: int, ids: np.ndarray, words: np.ndarray, values: np.ndarray,
+               inverted: bool = False) -> StateMask:
+        """One token set's mask, as words and values or, where that is larger, the row."""
         width = -(-self.tables.size // 32)
         if words.size * 2 > width:
             # Words and values for over half the row take more room than the row itself.
             full = np.full(width, -1 if inverted else 0, dtype=np.int32)
             full[words] = values
-            shared = (ids, _NO_WORDS, _NO_WORDS, None, full)
-        else:
-            shared = (ids, words, values, word_pairs(words, values), None)
-        return shared
+            return StateMask(count, ids, inverted, _NO_WORDS, _NO_WORDS, None, full)
+        return StateMask(count, ids, inverted, words, values, word_pairs(words, values))
 
     def _small_mask(self, ids: list[int]) -> StateMask:
         """A mask of a handful of allowed `ids` (EOS included), in plain Python: at this size
@@ -458,13 +461,13 @@ class CompiledGrammar:
             if len(packed) <= _FEW_WORDS:
                 # Words as signed int32 values, as the row holds them.
                 pairs = tuple((w, v - (1 << 32) if v >> 31 else v) for w, v in packed.items())
-                shared = (ids_np, _NO_WORDS, _NO_WORDS, pairs, None)
+                shared = StateMask(len(allowed), ids_np, False, _NO_WORDS, _NO_WORDS, pairs)
             else:
                 words = np.array(list(packed), dtype=np.int32)
                 values = np.array(list(packed.values()), dtype=np.uint32).view(np.int32)
-                shared = self._share(ids_np, words, values)
+                shared = self._share(len(allowed), ids_np, words, values)
             self._small_pool[key] = shared
-        return StateMask(len(allowed), shared[0], False, shared[1], shared[2], shared[3], shared[4])
+        return shared
 
     def _forced_tokens(self, state: int, number_ends: bool = False) -> tuple[list[int], list[int] | None]:
         """Tokens allowed in a state that forces its next bytes: those that spell a prefix of
