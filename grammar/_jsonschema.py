@@ -1504,7 +1504,6 @@ class _Compiler:
         cap = max(lo, 1) if hi is None else hi
         if (n + 1) * (cap + 1) * (1 << len(others)) > MAX_COUNT_STATES:
             raise LimitError("too many object members to count", keyword="maxProperties", pointer=pointer)
-        memo: dict[tuple[int, int, frozenset[int]], Node] = {}
         tag = self.name("obj")
         shared = n > 3
 
@@ -1541,28 +1540,35 @@ class _Compiler:
                 unmet = frozenset(k for k in unmet if name not in others[k][0])
             return seq(*parts, extras(n, unmet))
 
-        def state(i: int, count: int, unmet: frozenset[int]) -> Node:
-            c = min(count, cap)
-            if (i, c, unmet) in memo:
-                return memo[(i, c, unmet)]
-            if i == n:
-                node = extras(count, unmet)
-            else:
-                name, text, required = members[i]
+        # Position i with c members written so far (capped: past `cap` counts behave alike) and
+        # `unmet` groups still wanting a member. The states reachable at each position are found
+        # first, then built from the last position back: a loop, not a recursion, as objects
+        # with thousands of optional members exist.
+        start = (0, frozenset(range(len(others))))
+        reachable: list[set[tuple[int, frozenset[int]]]] = [{start}]
+        for i, (name, _, required) in enumerate(members):
+            after: set[tuple[int, frozenset[int]]] = set()
+            for c, unmet in reachable[i]:
+                if hi is None or c + 1 <= hi:
+                    after.add((min(c + 1, cap), frozenset(k for k in unmet if name not in others[k][0])))
+                if not required:
+                    after.add((c, unmet))
+            reachable.append(after)
+        built = {key: extras(key[0], key[1]) for key in reachable[n]}
+        for i in reversed(range(n)):
+            name, text, required = members[i]
+            here: dict[tuple[int, frozenset[int]], Node] = {}
+            for c, unmet in reachable[i]:
                 present = NOTHING
-                if hi is None or count + 1 <= hi:
+                if hi is None or c + 1 <= hi:
                     left = frozenset(k for k in unmet if name not in others[k][0])
-                    present = seq(sep if count > 0 else EMPTY, text, state(i + 1, count + 1, left))
-                node = present if required else alt(present, state(i + 1, count, unmet))
-            if shared and i < n:
-                node = self.rule(f"{tag}-{i}-{c}-{'.'.join(map(str, sorted(unmet)))}", node)
-            memo[(i, c, unmet)] = node
-            return node
-
-        try:
-            return state(0, 0, frozenset(range(len(others))))
-        finally:
-            state = None  # noqa: F841 - the closure refers to itself: free it without the cycle collector
+                    present = seq(sep if c > 0 else EMPTY, text, built[(min(c + 1, cap), left)])
+                node = present if required else alt(present, built[(c, unmet)])
+                if shared:
+                    node = self.rule(f"{tag}-{i}-{c}-{'.'.join(map(str, sorted(unmet)))}", node)
+                here[(c, unmet)] = node
+            built = here
+        return built[start]
 
 
 # --- helpers ----------------------------------------------------------------------------------------
