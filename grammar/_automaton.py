@@ -35,6 +35,11 @@ _SIZE_CHECK = 20_000  # NFA states after which a lower bound on the total is wor
 _SPELLED_REPEAT = 4_096  # states past which a counted repeat calls its item instead of copying it
 _SPELLED_COPIES = 64  # ... or copies past which it does (the counts far from its bounds share masks)
 _FEW_CELLS = 4  # successors of one state a vectorised walk computes one by one, not as a row
+# Rules inlined within one another past which the next is called instead: emitting and sizing
+# a fragment recurse per level, and a chain of rules each used once (the rest of an object of
+# hundreds of optional members, each "rest" holding the next) nests as deep as it is long.
+# Calling a rule that does not recurse keeps the language.
+_INLINE_CHAIN = 40
 
 
 # --- UTF-8 lowering --------------------------------------------------------------------------
@@ -208,7 +213,7 @@ class _NFA:
         total = 0
         while todo and total <= MAX_NFA_STATES:
             calls: list[str] = []
-            total += self._fewest(rules[todo.pop()], rules, called, sizes, calls)
+            total += self._fewest(rules[todo.pop()], rules, called, sizes, calls, 1)
             for name in calls:
                 if name not in seen:
                     seen.add(name)
@@ -216,8 +221,9 @@ class _NFA:
         return total
 
     def _fewest(self, node: Node, rules: dict[str, Node], called: set[str], sizes: dict[int, int],
-                calls: list[str]) -> int:
-        """The fewest states `node` makes; the called rules it meets go into `calls`."""
+                calls: list[str], chain: int) -> int:
+        """The fewest states `node` makes, `chain` rules deep in inlining; the called rules it
+        meets go into `calls`."""
         kind = type(node)
         if kind is Lit:
             return len(node.text)
@@ -229,18 +235,20 @@ class _NFA:
         if kind is Seq or kind is Alt:
             n = kind is Alt  # an alternation's end state
             for item in node.items:
-                n += self._fewest(item, rules, called, sizes, calls)
+                n += self._fewest(item, rules, called, sizes, calls, chain)
                 if n > MAX_NFA_STATES:
                     break
         elif kind is Repeat:  # `min` copies and a loop, or `max` copies, and one more state
-            n = 1 if node.max == 0 else _repeat_states(self._fewest(node.item, rules, called, sizes, calls), node)
+            n = 1 if node.max == 0 else _repeat_states(
+                self._fewest(node.item, rules, called, sizes, calls, chain), node
+            )
         elif node.name not in rules:
             n = 1
-        elif node.name in called:
+        elif node.name in called or chain > _INLINE_CHAIN:
             n = 1
             calls.append(node.name)
         else:  # inlined where it is used (it does not recurse)
-            n = self._fewest(rules[node.name], rules, called, sizes, calls)
+            n = self._fewest(rules[node.name], rules, called, sizes, calls, chain + 1)
         n = min(n, MAX_NFA_STATES + 1)
         sizes[id(node)] = n
         return n
@@ -293,7 +301,7 @@ class _NFA:
         copies = node.max if node.max is not None else node.min
         if copies < 2:
             return None
-        size = self._fewest(node.item, self.rules.rules, self.recursive | self.shared, {}, [])
+        size = self._fewest(node.item, self.rules.rules, self.recursive | self.shared, {}, [], len(inlining))
         if not _calls_item(size, copies):
             return None
         start = self.bodies.get(node.item)
@@ -365,6 +373,8 @@ class _NFA:
         if isinstance(node, Ref):
             if node.name not in self.rules.rules:
                 raise CompileError(f"rule {node.name!r} is not defined", keyword="ref")
+            if len(inlining) > _INLINE_CHAIN and node.name not in self.recursive:
+                self.shared.add(node.name)
             if node.name in self.recursive or node.name in self.shared:
                 ret = self.new()
                 callee = self._start_of(node.name)

@@ -515,6 +515,21 @@ def test_a_long_chain_of_optional_properties_stays_shallow_and_steerable():
     assert steps <= cg.completion.upper(grammar.Matcher(cg).state) and m.is_complete()
 
 
+def test_an_object_of_many_optional_properties_compiles_without_deep_recursion():
+    """1,400 optional properties: each "rest of the object" is used once, so inlined it would
+    nest as deep as the object is long, and the schema compiler, the NFA's emission and its size
+    check all recursed once per level, past Python's limit (JSON Schema Store's eslintrc)."""
+    props = {f"p{i}": {"type": "integer"} for i in range(1400)}
+    schema = {"type": "object", "properties": props, "additionalProperties": False}
+    g = grammar.from_json_schema(schema)
+    cg = grammar.CompiledGrammar(g, VOCAB)
+    m = grammar.Matcher(cg)
+    assert m.accept_bytes(b'{"p3":1,"p1399":')
+    assert set(m.next_token_mask().allowed_ids().tolist()) >= {ord(d) + 2 for d in "123456789"}
+    assert m.accept_bytes(b"2}") and m.is_complete()
+    assert not grammar.Matcher(cg).accept_bytes(b'{"p1399":1,"p3":')  # declared order
+
+
 def test_a_pattern_whose_loop_and_tail_begin_alike_accepts_its_strings():
     # The loop's state reads "a" into its body and into what follows it: both paths stay live.
     compiled = grammar.compile(grammar.from_json_schema({"type": "string", "pattern": "^a*ab$"}), VOCAB)
