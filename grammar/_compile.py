@@ -316,7 +316,7 @@ class CompiledGrammar:
             return base
         # The same rule called from places that are followed alike (every string property
         # followed by `,"`) adds the same few tokens to it: the union is made once.
-        added = np.sort(np.concatenate(extra)) if len(extra) > 1 else np.sort(extra[0])
+        added = np.sort(np.concatenate(extra))
         key = (local, added.tobytes())
         found = self._unions.get(key)
         if found is None:
@@ -498,42 +498,31 @@ class CompiledGrammar:
                 # tokens that end inside it lead to states left unnumbered.
                 text, offset, after = a.literal_run(link[0])
                 for k in range(offset + 1, len(text)):
-                    prefix = run + text[offset:k]
-                    lo = bisect.bisect_left(sorted_bytes, prefix, lo, end)
-                    if lo == end or not sorted_bytes[lo].startswith(prefix):
-                        spelled = False  # no token spells this much of the literal, so none spells more
+                    lo, hi = _spelling(sorted_bytes, run + text[offset:k], lo, end)
+                    if lo < 0:
+                        spelled = False
                         break
-                    if sorted_bytes[lo] == prefix:  # (equal bytes sort together)
-                        hi = lo + 1
-                        while hi < end and sorted_bytes[hi] == prefix:
-                            hi += 1
+                    if hi > lo:
                         ids.extend(order[lo:hi].tolist())
                         ends.extend([None] * (hi - lo))
                 if not spelled:
                     break
-                run += text[offset:]
-                lo = _first_spelling(sorted_bytes, run, lo, end)
-                if lo < 0:
-                    spelled = False  # no token spells all of the literal
-                    break
-                s = a.state_at(after, link[1])
+                piece = text[offset:]
             else:
                 b = a.forced_byte(s)
                 if b < 0:
                     break
-                run += _BYTES[b]
-                lo = _first_spelling(sorted_bytes, run, lo, end)
-                if lo < 0:
-                    spelled = False  # no token spells this much of the run, so none spells more
-                    break
-                s = a.step(s, b)
+                piece = _BYTES[b]
+            run += piece
+            lo, hi = _spelling(sorted_bytes, run, lo, end)
+            if lo < 0:
+                spelled = False  # no token spells this much of the run, so none spells more
+                break
+            s = a.state_at(after, link[1]) if link is not None else a.step(s, b)  # (numbered only now)
             if s < 0:
                 spelled = False
                 break
-            if sorted_bytes[lo] == run:
-                hi = lo + 1
-                while hi < end and sorted_bytes[hi] == run:
-                    hi += 1
+            if hi > lo:
                 ids.extend(order[lo:hi].tolist())
                 ends.extend([s] * (hi - lo))
         if spelled:  # the run ended: the tokens that spell all of it and go on
@@ -867,14 +856,18 @@ def _size_of(pairs: tuple[tuple[int, int], ...] | None) -> int:
     return sys.getsizeof(pairs) + sum(sys.getsizeof(p) + sys.getsizeof(p[0]) + sys.getsizeof(p[1]) for p in pairs)
 
 
-def _first_spelling(sorted_bytes: tuple[bytes, ...], prefix: bytes, lo: int, end: int) -> int:
-    """The sorted position (in lo..end, which holds every token that starts with `prefix`) of
-    the first token that starts with `prefix`, or -1 where none does."""
+def _spelling(sorted_bytes: tuple[bytes, ...], prefix: bytes, lo: int, end: int) -> tuple[int, int]:
+    """The sorted position (in lo..end, which holds every token that starts with `prefix`)
+    of the first token that starts with `prefix`, and the end of the tokens that are exactly
+    `prefix`; (-1, -1) where no token starts with it."""
     if lo < end and sorted_bytes[lo] < prefix:
         lo = bisect.bisect_left(sorted_bytes, prefix, lo, end)
     if lo == end or not sorted_bytes[lo].startswith(prefix):
-        return -1
-    return lo
+        return -1, -1
+    hi = lo
+    while hi < end and sorted_bytes[hi] == prefix:
+        hi += 1
+    return lo, hi
 
 
 def _byte_set(spans: list[tuple[int, int]]) -> np.ndarray:
