@@ -615,31 +615,17 @@ class Automaton:
         kernel, accept = closed
         if not kernel and not accept:
             return DEAD
-        # The deepest stack counts; without recursion only calls of shared rules push, which
-        # the depth bound does not apply to.
-        depth = max([st[2] for _, st in kernel if st], default=0) if self.nfa.recursive else 0
-        link = None
-        if len(kernel) == 1:
-            (link,) = kernel
-            if self.link_bytes[link[0]] < 0:
-                link = None
-        sid = self._number(closed, depth, link)
-        if self._exit_config in kernel:
-            self.exits[sid] = True
-        return sid
-
-    def _number(self, closed: tuple[frozenset, bool], depth: int, link: tuple[int, Stack] | None) -> int:
-        """Give the new state `closed` the next number."""
         sid = len(self.configs)
         if sid >= MAX_DFA_STATES:
             raise LimitError(f"more than {MAX_DFA_STATES} grammar states visited", keyword="size")
-        self.configs.append(closed[0])
-        self.depths.append(depth)
-        self.accepting.append(closed[1])
+        self.configs.append(kernel)
+        # The deepest stack counts; without recursion only calls of shared rules push, which
+        # the depth bound does not apply to.
+        self.depths.append(max([st[2] for _, st in kernel if st], default=0) if self.nfa.recursive else 0)
+        self.accepting.append(accept)
         self.rows.append(self._unbuilt)  # shared until a successor is written (most never are)
         self._whole.append(False)
-        self.links.append(link)
-        self.index[closed] = sid  # type: ignore[index]
+        self.index[key] = sid  # type: ignore[index]
         if sid >= self._capacity:
             rows = self._capacity = self._capacity * 2
             # 16-bit state numbers while they fit: half the memory for most grammars.
@@ -648,6 +634,14 @@ class Automaton:
             grown[: self.table.shape[0]] = self.table
             self.table = grown
             self.exits = np.concatenate([self.exits, np.zeros(rows - self.exits.size, dtype=bool)])
+        if self._exit_config in kernel:
+            self.exits[sid] = True
+        link = None
+        if len(kernel) == 1:
+            (link,) = kernel
+            if self.link_bytes[link[0]] < 0:
+                link = None
+        self.links.append(link)
         return sid
 
     def frame_split(self, s: int) -> tuple[int, Stack, int, int] | None:
@@ -883,16 +877,9 @@ class Automaton:
         key = (q, stack)
         nxt = self._single_moves.get(key)
         if nxt is None:
-            if self.link_bytes[q] >= 0:
-                # A link's closure is itself (one byte edge and nothing else), at its stack's
-                # depth, and never the frame's exit: most states are these.
-                closed = (frozenset((key,)), False)
-                nxt = self.index.get(closed)  # type: ignore[call-overload]
-                if nxt is None:
-                    nxt = self._number(closed, stack[2] if stack and self.nfa.recursive else 0, key)
-            else:
-                nxt = self._intern(self._closure([key]))
-            self._single_moves[key] = nxt
+            # A link's closure is itself: one byte edge and nothing else.
+            closed = (frozenset((key,)), False) if self.link_bytes[q] >= 0 else self._closure([key])
+            nxt = self._single_moves[key] = self._intern(closed)
         return nxt
 
     def forced_byte(self, s: int) -> int:
