@@ -1541,33 +1541,33 @@ class _Compiler:
             return seq(*parts, extras(n, unmet))
 
         # Position i with c members written so far (capped: past `cap` counts behave alike) and
-        # `unmet` groups still wanting a member. The states reachable at each position are found
-        # first, then built from the last position back: a loop, not a recursion, as objects
-        # with thousands of optional members exist.
+        # `unmet` groups still wanting a member. Where each state goes (with the member written,
+        # or without it) is found from the first position on, then the nodes from the last back:
+        # a loop, not a recursion, as objects with thousands of optional members exist.
         start = (0, frozenset(range(len(others))))
-        reachable: list[set[tuple[int, frozenset[int]]]] = [{start}]
-        for i, (name, _, required) in enumerate(members):
-            after: set[tuple[int, frozenset[int]]] = set()
-            for c, unmet in reachable[i]:
+        levels: list[dict[tuple[int, frozenset[int]], tuple]] = []  # state -> (written, skipped)
+        here = {start}
+        for name, _, required in members:
+            moves = {}
+            for c, unmet in here:
+                written = None
                 if hi is None or c + 1 <= hi:
-                    after.add((min(c + 1, cap), frozenset(k for k in unmet if name not in others[k][0])))
-                if not required:
-                    after.add((c, unmet))
-            reachable.append(after)
-        built = {key: extras(key[0], key[1]) for key in reachable[n]}
+                    written = (min(c + 1, cap), frozenset(k for k in unmet if name not in others[k][0]))
+                moves[(c, unmet)] = (written, None if required else (c, unmet))
+            levels.append(moves)
+            here = {nxt for pair in moves.values() for nxt in pair if nxt is not None}
+        built = {key: extras(key[0], key[1]) for key in here}
         for i in reversed(range(n)):
-            name, text, required = members[i]
-            here: dict[tuple[int, frozenset[int]], Node] = {}
-            for c, unmet in reachable[i]:
-                present = NOTHING
-                if hi is None or c + 1 <= hi:
-                    left = frozenset(k for k in unmet if name not in others[k][0])
-                    present = seq(sep if c > 0 else EMPTY, text, built[(min(c + 1, cap), left)])
-                node = present if required else alt(present, built[(c, unmet)])
+            text = members[i][1]
+            nodes: dict[tuple[int, frozenset[int]], Node] = {}
+            for (c, unmet), (written, skipped) in levels[i].items():
+                node = NOTHING if written is None else seq(sep if c > 0 else EMPTY, text, built[written])
+                if skipped is not None:
+                    node = alt(node, built[skipped])
                 if shared:
                     node = self.rule(f"{tag}-{i}-{c}-{'.'.join(map(str, sorted(unmet)))}", node)
-                here[(c, unmet)] = node
-            built = here
+                nodes[(c, unmet)] = node
+            built = nodes
         return built[start]
 
 
