@@ -31,7 +31,7 @@ busy, so with few runs the median falls in either mode by chance."""
 ONE_RUN_S = 10.0
 """An engine whose compile took longer than this is not compiled again for the schema (a
 minute-long compile, outlines-core's of a long bounded string, is not made more exact by
-repeating it, and five would take most of the run)."""
+repeating it, and eleven would take most of the run)."""
 
 _STR = {"type": "string"}
 
