@@ -9,7 +9,9 @@ the longest prompt prefix the previous call shares.
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +22,11 @@ from grammar._gguf import read_gguf_metadata
 
 from ._chat import ChatTemplate, tool_call_envelope
 from ._errors import RuntimeFailure, RuntimeUnavailable
+from ._llamacpp_check import ensure_long_prompts_run
 from ._local import LocalRuntime
 from ._protocol import Messages
+
+logger = logging.getLogger("runtimes")
 
 INSTALL_HINT = "pip install 'agentkit[llama]'  (compiles llama.cpp once, several minutes)"
 
@@ -44,6 +49,11 @@ class LlamaCpp(LocalRuntime):
 
     `chat_template` overrides the template stored in the GGUF file (`tokenizer.chat_template`).
     `seed` seeds the sampling of calls that pass no seed of their own.
+
+    Before the model is loaded here, a child process reads a long prompt with it once per
+    llama.cpp build, model and CPU (`runtimes._llamacpp_check`): a build that uses instructions
+    this machine cannot execute raises `RuntimeUnavailable` naming the fix, instead of killing
+    the interpreter with SIGILL at the first long prompt.
     """
 
     def __init__(
@@ -62,6 +72,8 @@ class LlamaCpp(LocalRuntime):
             raise RuntimeUnavailable(f"LlamaCpp: no model file at {self.model_path}")
         self.name = f"llama.cpp:{self.model_path.name}"
         self._lib = llama_cpp
+        ensure_long_prompts_run(self.model_path)
+        started = time.perf_counter()
         self._llama = llama_cpp.Llama(
             str(self.model_path),
             n_threads=n_threads,
@@ -87,6 +99,11 @@ class LlamaCpp(LocalRuntime):
         )
         self.tool_call_envelope = tool_call_envelope(template)
         self._partial_reuse = not (self._llama._is_recurrent or self._llama._is_hybrid)
+        logger.info(
+            "llama.cpp loaded %s in %.2f s: %d-id vocabulary, %d-position context, %d threads; compiled for %s",
+            self.model_path, time.perf_counter() - started, self._n_vocab, self.context_length, n_threads,
+            llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
+        )
 
     # --- the model's vocabulary and template --------------------------------------------------
 
