@@ -8,6 +8,9 @@ Pure and model-free: needs numpy and the standard library only.
     m = grammar.Matcher(compiled)             # per sequence
 """
 
+from importlib.metadata import PackageNotFoundError as _NotInstalled
+from importlib.metadata import version as _distribution_version
+
 from ._errors import CompileError, GrammarError, LimitError, MatcherError
 from ._grammar import Dropped, Grammar, Ignored, either
 from ._jsonschema import any_json, from_json_schema
@@ -20,7 +23,13 @@ from ._compile import CompiledGrammar, compile
 from ._matcher import Matcher, TokenMask
 from ._bitmask import allocate_token_bitmask, apply_token_bitmask, fill_next_token_bitmasks
 
+try:  # the installed distribution's version; a checkout that was never installed has none
+    __version__ = _distribution_version("agentkit")
+except _NotInstalled:
+    __version__ = "0+unknown"
+
 __all__ = [
+    "__version__",
     "CompileError",
     "CompiledGrammar",
     "Dropped",

@@ -10,6 +10,9 @@ CUDA (`MLC`), any OpenAI-compatible server (`OpenAICompatible`), and test models
     gen = await runtimes.default().generate([{"role": "user", "content": "A city?"}], grammar=g)
 """
 
+from importlib.metadata import PackageNotFoundError as _NotInstalled
+from importlib.metadata import version as _distribution_version
+
 from ._default import default, default_model_path
 from ._errors import (
     ConnectionFailure,
@@ -27,7 +30,13 @@ from .llamacpp import LlamaCpp
 from .mlc import MLC
 from .openai import OpenAICompatible
 
+try:  # the installed distribution's version; a checkout that was never installed has none
+    __version__ = _distribution_version("agentkit")
+except _NotInstalled:
+    __version__ = "0+unknown"
+
 __all__ = [
+    "__version__",
     "MLC",
     "ConnectionFailure",
     "FinishReason",
