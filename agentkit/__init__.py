@@ -15,6 +15,9 @@ and validates; what the grammar cannot enforce is checked after decoding and rep
 field in `tool.constraints`.
 """
 
+from importlib.metadata import PackageNotFoundError as _NotInstalled
+from importlib.metadata import version as _distribution_version
+
 from ._agent import Agent
 from ._constraints import Constraints, FieldConstraints
 from ._context import RunContext
@@ -23,6 +26,7 @@ from ._errors import (
     IncompleteOutput,
     ModelRequestFailed,
     OutputValidationError,
+    RepeatedCall,
     RunError,
     RunTimeout,
     StepLimitExceeded,
@@ -36,12 +40,19 @@ from ._errors import (
     ValidationFailed,
     Violation,
 )
-from ._events import Event, FinalResult, RunResult, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
+from ._events import Event, FinalResult, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
 from ._extract import aextract, extract
 from ._messages import Message, ToolCall
+from ._repeats import RepeatCalls
 from ._tool import Tool, tool
 
+try:  # the installed distribution's version; a checkout that was never installed has none
+    __version__ = _distribution_version("agentkit")
+except _NotInstalled:
+    __version__ = "0+unknown"
+
 __all__ = [
+    "__version__",
     "Agent",
     "AgentkitError",
     "Constraints",
@@ -52,10 +63,13 @@ __all__ = [
     "Message",
     "ModelRequestFailed",
     "OutputValidationError",
+    "RepeatCalls",
+    "RepeatedCall",
     "RunContext",
     "RunError",
     "RunResult",
     "RunTimeout",
+    "RunUsage",
     "StepLimitExceeded",
     "TextDelta",
     "TokenLimitExceeded",

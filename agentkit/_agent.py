@@ -13,7 +13,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 import grammar
 from grammar import Grammar, GrammarError
-from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, Usage
+from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded
 
 from ._context import RunContext
 from ._errors import (
@@ -27,7 +27,7 @@ from ._errors import (
     ToolRetriesExceeded,
     UnexpectedModelOutput,
 )
-from ._events import Event, FinalResult, RunResult, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
+from ._events import Event, FinalResult, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
 from ._messages import (
     Envelope,
     Message,
@@ -41,10 +41,15 @@ from ._messages import (
     tool_message,
 )
 from ._output import OutputSpec
+from ._repeats import REPEAT_CALLS, CallLedger, RepeatCalls, ValidCall, reuse_note
 from ._runtime import budget_reached, model_written_calls, resolve_runtime
+from ._sync import run_to_end
 from ._tool import Tool, tool
 
 OutputT = TypeVar("OutputT")
+
+TurnKind = Literal["calls", "calls_or_answer", "answer"]
+"""What a model turn may be: tool calls only, tool calls or the final answer, the answer only."""
 
 
 @dataclass
@@ -54,10 +59,12 @@ class _RunState:
     messages: list[Message]
     deps: Any
     deadline: float | None
-    usage: Usage = field(default_factory=Usage)
+    ledger: CallLedger
+    usage: RunUsage = field(default_factory=RunUsage)
     records: list[ToolCallRecord] = field(default_factory=list)
     step: int = 0
     failures: collections.Counter[str] = field(default_factory=collections.Counter)
+    must_answer: bool = False
 
     def context(self) -> dict[str, Any]:
         return {"messages": list(self.messages), "usage": self.usage}
@@ -73,9 +80,22 @@ class Agent(Generic[OutputT]):
     per turn, `token_budget` completion tokens per run, `timeout` seconds per run,
     `tool_timeout` seconds per tool call (a tool's own `timeout` wins), `max_retries`
     corrections per tool (or for the output) after a validation failure. `max_calls_per_turn`
-    bounds the calls one turn may hold (they run concurrently). `tool_choice="required"` holds
-    the model to tool calls until one has succeeded (then it may answer); "auto" lets it
-    answer at any turn.
+    bounds the calls one turn may hold (they run concurrently).
+
+    Repeats: a call naming the same tool as an earlier call of the run, with equal arguments
+    (compared after validation), where the earlier one is in the same turn or succeeded in an
+    earlier turn. `repeat_calls` says what a repeat gets: "reuse" (default) does not run it and
+    gives it the earlier call's outcome, with a note that it was already answered (so
+    duplicates in a turn run once); "refuse" does not run it and answers with a
+    `RepeatedCall` error; "run" runs it again. A tool declared `idempotent=False` has no
+    repeats: each of its calls runs, whatever `repeat_calls` says. Records show repeats
+    (`repeat_of`, `reused`); `usage.tool_runs` and `usage.repeated_calls` count them.
+
+    `tool_choice="required"` means at least one successful call: until a call has succeeded,
+    every turn is held to tool calls; after that a turn may call tools or answer, and once a
+    turn holds a repeat of a call that succeeded, the next turn is held to the final answer
+    alone (text, or the output type), so the run ends with an answer. "auto" lets the model
+    answer at any turn and never forces it to.
     """
 
     def __init__(
@@ -93,6 +113,7 @@ class Agent(Generic[OutputT]):
         max_retries: int = 2,
         max_calls_per_turn: int = 4,
         tool_choice: Literal["auto", "required"] = "auto",
+        repeat_calls: RepeatCalls = "reuse",
         temperature: float = 0.0,
         seed: int | None = None,
     ):
@@ -117,9 +138,12 @@ class Agent(Generic[OutputT]):
         if tool_choice not in ("auto", "required") or (tool_choice == "required" and not self.tools):
             raise ValueError(f"tool_choice must be 'auto' or 'required' (with tools), got {tool_choice!r}")
         self.tool_choice = tool_choice
+        if repeat_calls not in REPEAT_CALLS:
+            raise ValueError(f"repeat_calls must be one of {', '.join(map(repr, REPEAT_CALLS))}, got {repeat_calls!r}")
+        self.repeat_calls = repeat_calls
         self.temperature = temperature
         self.seed = seed
-        self._grammars: dict[tuple[Envelope, bool], Grammar | None] = {}
+        self._grammars: dict[tuple[Envelope, TurnKind], Grammar | None] = {}
 
     @property
     def runtime(self) -> Runtime:
@@ -127,24 +151,34 @@ class Agent(Generic[OutputT]):
             self._runtime = resolve_runtime(None)
         return self._runtime
 
-    def turn_grammar(self, envelope: Envelope, *, calls_only: bool = False) -> Grammar | None:
-        """The grammar a model turn is held to (built once per envelope): tool calls or a final
-        answer, or (`calls_only`) tool calls alone."""
-        key = (envelope, calls_only)
+    def turn_grammar(self, envelope: Envelope, kind: TurnKind = "calls_or_answer") -> Grammar | None:
+        """The grammar a model turn of this `kind` is held to (built once per envelope)."""
+        key = (envelope, kind)
         if key not in self._grammars:
-            self._grammars[key] = self._build_grammar(envelope, calls_only)
+            self._grammars[key] = self._build_grammar(envelope, kind)
         return self._grammars[key]
 
-    def _build_grammar(self, envelope: Envelope, calls_only: bool) -> Grammar | None:
+    def _build_grammar(self, envelope: Envelope, kind: TurnKind) -> Grammar | None:
         schemas = [t.tool_schema() for t in self.tools.values()]
         options = {"envelope": envelope, "max_calls": self.max_calls_per_turn, "lenient": True}
         if not schemas:
             return self.output.grammar if self.output else None
-        if calls_only:
+        if kind == "answer":
+            return self.output.grammar if self.output else _text_answer(envelope)
+        if kind == "calls":
             return grammar.tool_calls(schemas, **options)
         if self.output is None:
             return grammar.tool_calls_or_text(schemas, **options)
         return grammar.either(grammar.tool_calls(schemas, **options), self.output.grammar)
+
+    def _turn_kind(self, state: _RunState) -> TurnKind:
+        """The `tool_choice="required"` policy (see the class docstring); "auto" is always
+        calls or answer."""
+        if self.tool_choice == "auto":
+            return "calls_or_answer"
+        if not any(r.ok for r in state.records):
+            return "calls"
+        return "answer" if state.must_answer else "calls_or_answer"
 
     def _system_prompt(self) -> str | None:
         parts = [self.system_prompt] if self.system_prompt else []
@@ -171,11 +205,15 @@ class Agent(Generic[OutputT]):
         raise AssertionError("the run ended without a final result")
 
     def run_sync(self, prompt: str | list[Message], *, deps: Any = None) -> RunResult[OutputT]:
-        """`run` for code without an event loop."""
+        """`run` for code without an event loop: the same result or error, at the same time.
+
+        A sync tool past its timeout gives `ToolTimeout` and the run goes on, but its thread
+        cannot be stopped: it runs on in the background (a daemon thread, not waited for)
+        until the function returns or the process exits."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(prompt, deps=deps))
+            return run_to_end(self.run(prompt, deps=deps))
         raise RuntimeError("run_sync was called inside a running event loop; use `await agent.run(...)`")
 
     async def run_stream(self, prompt: str | list[Message], *, deps: Any = None) -> AsyncIterator[Event]:
@@ -195,14 +233,14 @@ class Agent(Generic[OutputT]):
         deadline = None
         if self.timeout is not None:
             deadline = asyncio.get_running_loop().time() + self.timeout
-        return _RunState(initial_messages(prompt, self._system_prompt()), deps, deadline)
+        return _RunState(initial_messages(prompt, self._system_prompt()), deps, deadline, CallLedger(self.repeat_calls))
 
     async def _events(self, state: _RunState, *, stream: bool) -> AsyncIterator[Event]:
         runtime = self.runtime
         tools_json = [t.to_openai() for t in self.tools.values()] or None
         while True:
-            calls_only = self.tool_choice == "required" and not any(r.ok for r in state.records)
-            g = self.turn_grammar(runtime.tool_call_envelope, calls_only=calls_only)
+            kind = self._turn_kind(state)
+            g = self.turn_grammar(runtime.tool_call_envelope, kind)
             if state.step >= self.max_steps:
                 raise StepLimitExceeded(f"no final answer after {self.max_steps} model turns (max_steps)", **state.context())
             state.step += 1
@@ -223,7 +261,7 @@ class Agent(Generic[OutputT]):
                 assert generation is not None
             else:
                 generation = await self._within(state, runtime.generate(state.messages, **options), runtime)
-            turn = self._read(state, generation, budget, g)
+            turn = self._read(state, generation, budget, g, kind)
             if turn.kind == "text":
                 state.messages.append(assistant_message(turn))
                 yield FinalResult(self._result(state, turn.text))
@@ -242,6 +280,8 @@ class Agent(Generic[OutputT]):
                 state.messages.append(tool_message(record.call, self._tool_feedback(record)))
                 state.records.append(record)
                 yield ToolResultEvent(state.step, record)
+            state.usage = state.usage + RunUsage(repeated_calls=sum(r.repeat_of is not None for r in records))
+            state.must_answer = state.must_answer or state.ledger.repeats_a_success(records)
             self._count_failures(state, records)
 
     def _turn_budget(self, state: _RunState) -> int:
@@ -278,7 +318,7 @@ class Agent(Generic[OutputT]):
         except (RuntimeFailure, GrammarError) as exc:
             raise ModelRequestFailed(f"runtime {runtime.name!r} failed: {exc}", **state.context()) from exc
 
-    def _read(self, state: _RunState, generation: Generation, budget: int, g: Grammar | None) -> Turn:
+    def _read(self, state: _RunState, generation: Generation, budget: int, g: Grammar | None, kind: TurnKind) -> Turn:
         state.usage = state.usage + generation.usage
         if generation.finish_reason == "cancelled":
             raise asyncio.CancelledError("the runtime cancelled the generation")
@@ -298,6 +338,8 @@ class Agent(Generic[OutputT]):
             text = kept
         if self.token_budget is not None and state.usage.completion_tokens > self.token_budget:
             raise TokenLimitExceeded(f"the run used more than its token budget of {self.token_budget}", **state.context())
+        if kind == "answer":  # its grammar admits no calls
+            return Turn("output" if self.output is not None else "text", text)
         try:
             return parse_turn(
                 text,
@@ -323,14 +365,11 @@ class Agent(Generic[OutputT]):
             return _RETRY
 
     async def _run_calls(self, state: _RunState, calls: Sequence[ToolCall]) -> list[ToolCallRecord]:
-        """Validate every call, then run the valid ones concurrently; results in call order."""
+        """Validate every call, then run the valid ones concurrently, repeats as `repeat_calls`
+        says; records in call order."""
 
-        async def one(call: ToolCall) -> ToolCallRecord:
-            t = self.tools[call.name]
-            try:
-                args = t.validate(call.arguments)
-            except ToolArgumentsError as exc:
-                return ToolCallRecord(call, error=exc)
+        async def run(valid: ValidCall) -> ToolCallRecord:
+            call = valid.call
             context = RunContext(
                 deps=state.deps,
                 messages=tuple(state.messages),
@@ -339,15 +378,29 @@ class Agent(Generic[OutputT]):
                 tool_call_id=call.id,
                 usage=state.usage,
             )
+            state.usage = state.usage + RunUsage(tool_runs=1)
             try:
-                result = await t.call(args, context, timeout=self.tool_timeout)
+                result = await valid.tool.call(valid.arguments, context, timeout=self.tool_timeout)
             except Exception as exc:  # a failing tool is reported to the model, not raised
-                return ToolCallRecord(call, args, error=exc)
-            return ToolCallRecord(call, args, result=result)
+                return ToolCallRecord(call, valid.arguments, error=exc)
+            return ToolCallRecord(call, valid.arguments, result=result)
 
-        return list(await asyncio.gather(*(one(c) for c in calls)))
+        return await state.ledger.run_turn([self._validated(c) for c in calls], run)
+
+    def _validated(self, call: ToolCall) -> ValidCall | ToolCallRecord:
+        """The call ready to run, or its record if its arguments do not validate."""
+        t = self.tools[call.name]
+        try:
+            return ValidCall(call, t, t.validate(call.arguments))
+        except ToolArgumentsError as exc:
+            return ToolCallRecord(call, error=exc)
 
     def _tool_feedback(self, record: ToolCallRecord) -> str:
+        if record.reused:
+            return f"{self._outcome_feedback(record)}\n{reuse_note(record)}"
+        return self._outcome_feedback(record)
+
+    def _outcome_feedback(self, record: ToolCallRecord) -> str:
         if record.error is None:
             return render_result(record.result)
         if isinstance(record.error, ToolArgumentsError):
@@ -364,6 +417,13 @@ class Agent(Generic[OutputT]):
 
     def _result(self, state: _RunState, output: Any) -> RunResult[OutputT]:
         return RunResult(output, list(state.messages), state.usage, list(state.records), state.step)
+
+
+def _text_answer(envelope: Envelope) -> Grammar:
+    """A final text answer that cannot be read as tool calls: as the text branch of
+    `tool_calls_or_text`, its first non-blank character cannot open a call."""
+    opening = "<" if envelope == "hermes" else "{"
+    return grammar.from_regex(rf"\A\s*[^\s{opening}][\s\S]*\Z")
 
 
 _RETRY = object()

@@ -94,6 +94,19 @@ def pydantic_violations(exc: Any, names: dict[str, str] | None = None) -> list[V
     return out
 
 
+class RepeatedCall(AgentkitError):
+    """A repeat refused under `repeat_calls="refuse"`: `original` is the id of the equal call
+    whose outcome stands."""
+
+    def __init__(self, tool: str, original: str):
+        self.tool = tool
+        self.original = original
+        super().__init__(
+            f"{tool} was already called with these arguments (call {original}); "
+            "use that result, or call with other arguments"
+        )
+
+
 class ValidationFailed(AgentkitError):
     """A value (tool arguments or a final output) that did not validate; `violations` lists
     each failure with the field, the keyword, and whether the grammar or the validator holds it."""

@@ -12,15 +12,42 @@ from ._messages import Message, ToolCall
 OutputT = TypeVar("OutputT")
 
 
+@dataclass
+class RunUsage(Usage):
+    """A run's usage: its tokens, `tool_runs` (calls a tool function ran) and `repeated_calls`
+    (calls equal to an earlier call of the run, whether answered from it, refused or run
+    again), so a run whose model looped shows it."""
+
+    tool_runs: int = 0
+    repeated_calls: int = 0
+
+    def __add__(self, other: Usage) -> "RunUsage":
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return RunUsage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.tool_runs + getattr(other, "tool_runs", 0),
+            self.repeated_calls + getattr(other, "repeated_calls", 0),
+        )
+
+
 @dataclass(frozen=True)
 class ToolCallRecord:
     """One tool call of a run: the call as decoded, its typed `arguments` (None when they did
-    not validate), and either its `result` or its `error` (validation, exception or timeout)."""
+    not validate), and either its `result` or its `error` (validation, exception, timeout, or
+    `RepeatedCall` for a refused repeat).
+
+    `repeat_of` is the id of the earlier equal call of the run this one repeats (None for a
+    first call); `reused` says the tool did not run for it: its outcome is that earlier call's.
+    """
 
     call: ToolCall
     arguments: Any = None
     result: Any = None
     error: BaseException | None = None
+    repeat_of: str | None = None
+    reused: bool = False
 
     @property
     def ok(self) -> bool:
@@ -31,11 +58,11 @@ class ToolCallRecord:
 class RunResult(Generic[OutputT]):
     """A finished run: the `output` (text, or an instance of the output type), every message
     (the prompt included, so `agent.run(result.messages + [...])` continues the chat), the
-    token `usage`, each tool call made, and the number of model turns (`steps`)."""
+    `usage` (tokens and tool calls), each tool call made (repeats included), and the number of model turns (`steps`)."""
 
     output: OutputT
     messages: list[Message]
-    usage: Usage
+    usage: RunUsage
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     steps: int = 0
 
@@ -58,7 +85,8 @@ class ToolCallEvent:
 
 @dataclass(frozen=True)
 class ToolResultEvent:
-    """A tool call finished: `record.result`, or `record.error` fed back to the model."""
+    """A tool call finished: `record.result`, or `record.error` fed back to the model
+    (`record.reused` when the outcome is an earlier equal call's, not a new run)."""
 
     step: int
     record: ToolCallRecord

@@ -40,7 +40,9 @@ class Tool:
     pydantic class a call's arguments arrive as; None for schema-defined tools, whose arguments
     arrive as validated dicts); `grammar` (the arguments grammar, compiled leniently);
     `constraints` (per field: what the grammar enforces while decoding and what is checked
-    after); `timeout` (seconds, or None for the agent's `tool_timeout`).
+    after); `timeout` (seconds, or None for the agent's `tool_timeout`); `idempotent` (False:
+    an equal call may give another result or act again, so every call runs, whatever the
+    agent's `repeat_calls` says).
     """
 
     def __init__(
@@ -53,6 +55,7 @@ class Tool:
         args_type: type[BaseModel] | None,
         strict: bool = False,
         timeout: float | None = None,
+        idempotent: bool = True,
         context_param: str | None = None,
         param_names: dict[str, str] | None = None,
         positional: tuple[str, ...] = (),
@@ -69,6 +72,7 @@ class Tool:
         self.args_type = args_type
         self.strict = strict
         self.timeout = timeout
+        self.idempotent = idempotent
         self.context_param = context_param
         self.is_async = _is_async(fn)
         self._param_names = param_names or {}
@@ -92,6 +96,7 @@ class Tool:
         description: str | None = None,
         strict: bool = False,
         timeout: float | None = None,
+        idempotent: bool = True,
     ) -> "Tool":
         """A tool from a function's signature, type hints and docstring."""
         tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
@@ -106,6 +111,7 @@ class Tool:
             args_type=args_type,
             strict=strict,
             timeout=timeout,
+            idempotent=idempotent,
             context_param=context_param,
             param_names=names,
             positional=positional,
@@ -122,6 +128,7 @@ class Tool:
         description: str | None = None,
         strict: bool = False,
         timeout: float | None = None,
+        idempotent: bool = True,
     ) -> "Tool":
         """A tool whose arguments are described by a JSON Schema; `fn(arguments)` receives them
         as a validated dict (plus a `RunContext` parameter, if it declares one).
@@ -141,6 +148,7 @@ class Tool:
             args_type=None,
             strict=strict,
             timeout=timeout,
+            idempotent=idempotent,
             context_param=_context_param_of(fn),
             format_checked_after=False,
         )
@@ -297,7 +305,12 @@ def tool(fn: ToolFunction, /) -> Tool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, strict: bool = False, timeout: float | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    strict: bool = False,
+    timeout: float | None = None,
+    idempotent: bool = True,
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -309,17 +322,22 @@ def tool(
     description: str | None = None,
     strict: bool = False,
     timeout: float | None = None,
+    idempotent: bool = True,
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Make a function (sync or async) a `Tool`: `@tool` or `@tool(name=..., strict=True)`.
 
     Every parameter needs a type annotation with a JSON Schema; a parameter annotated
     `RunContext` is injected by the agent instead. Descriptions come from the docstring (Google,
     NumPy or Sphinx style). `strict=True` refuses a tool with any constraint the grammar
-    cannot enforce while decoding. `timeout` bounds each call, in seconds.
+    cannot enforce while decoding. `timeout` bounds each call, in seconds. `idempotent=False`
+    marks a tool whose equal calls may differ (side effects, changing data): each call then
+    runs, and is never answered from an earlier one (see `Agent`'s `repeat_calls`).
     """
 
     def wrap(f: ToolFunction) -> Tool:
-        return Tool.from_function(f, name=name, description=description, strict=strict, timeout=timeout)
+        return Tool.from_function(
+            f, name=name, description=description, strict=strict, timeout=timeout, idempotent=idempotent
+        )
 
     return wrap(fn) if fn is not None else wrap
 

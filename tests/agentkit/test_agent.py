@@ -4,6 +4,8 @@ errors fed back, limits enforced, and no error that loses the messages so far.""
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import pytest
@@ -158,6 +160,36 @@ async def test_a_tool_that_hangs_past_its_timeout_is_reported() -> None:
     result = await Agent([slow], rt, tool_timeout=0.05).run("go")
     assert isinstance(result.tool_calls[0].error, ToolTimeout)
     assert "did not finish within" in result.messages[2]["content"]
+
+
+@pytest.fixture
+def release() -> Iterator[threading.Event]:
+    """An event a blocked sync tool waits on; set at teardown, so its thread ends."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def test_run_sync_returns_at_a_sync_tools_timeout(release: threading.Event) -> None:
+    """The tool's thread cannot be stopped and runs on; `run_sync` still returns at the timeout
+    with the same `ToolTimeout` that `run` reports."""
+
+    @tool(timeout=0.2)
+    def hang() -> str:
+        """Blocks until released."""
+        release.wait()
+        return "late"
+
+    agent = Agent([hang], ScriptedRuntime([call("hang", "{}"), "Gave up."]))
+    outcome: dict[str, Any] = {}
+    caller = threading.Thread(target=lambda: outcome.setdefault("result", agent.run_sync("go")), daemon=True)
+    caller.start()
+    caller.join(timeout=10)  # 50 times the tool's timeout: a guard, not a measurement
+    assert not caller.is_alive(), "run_sync waited for the tool's thread instead of returning at its timeout"
+    result = outcome["result"]
+    assert isinstance(result.tool_calls[0].error, ToolTimeout)
+    assert result.output == "Gave up."
+    assert not release.is_set()  # the tool was still blocked when run_sync returned
 
 
 async def test_invalid_arguments_are_fed_back_and_corrected() -> None:

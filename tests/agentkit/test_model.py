@@ -105,3 +105,27 @@ def test_stream_pieces_make_up_the_answer(runtime) -> None:  # type: ignore[no-u
     except IncompleteOutput as error:  # a 24-token budget may end the answer first
         answer = error.text
     assert pieces and "".join(pieces) == answer
+
+
+def test_required_tool_choice_ends_with_an_answer_and_one_tool_run(runtime) -> None:  # type: ignore[no-untyped-def]
+    """The loop of issue 26: this model repeats a call whose result it holds; the agent runs it
+    once, answers the repeats from that result, then holds the next turn to a text answer."""
+    runs: list[tuple[str, str]] = []
+
+    @tool(name="get_weather")
+    def current_weather(city: str, unit: Literal["c", "f"] = "c") -> str:
+        """Current weather for a city.
+
+        Args:
+            city: The city name.
+            unit: "c" for Celsius, "f" for Fahrenheit.
+        """
+        runs.append((city, unit))
+        return f"12 degrees {unit} and cloudy in {city}"
+
+    agent = Agent(tools=[current_weather], runtime=runtime, tool_choice="required")
+    result = agent.run_sync("What is the weather in Paris right now? Use the tool.")
+    assert isinstance(result.output, str) and result.output.strip()
+    assert result.steps <= 3
+    assert len(runs) == 1 == result.usage.tool_runs
+    assert result.tool_calls[0].ok

@@ -1,0 +1,56 @@
+"""Running a coroutine from code without an event loop, without waiting for abandoned threads.
+
+`asyncio.run` ends by joining its default executor's threads, so a sync tool that hangs past its
+timeout would hold up the caller until it ends by itself. Here each worker job gets its own
+daemon thread, and nothing joins them: the caller gets its answer at the timeout, and the
+thread runs on (it cannot be stopped) until its function returns or the process exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class _DaemonThreads(concurrent.futures.ThreadPoolExecutor):
+    """An executor that runs each job in a new daemon thread and never waits for one.
+
+    (A `ThreadPoolExecutor` subclass because asyncio takes no other kind as a default executor.)
+    """
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def work() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:  # the future carries whatever the job raised
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+        threading.Thread(target=work, name="agentkit-worker", daemon=True).start()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Nothing to join: the threads are the jobs' own."""
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    loop = asyncio.new_event_loop()
+    loop.set_default_executor(_DaemonThreads())
+    return loop
+
+
+def run_to_end(work: Coroutine[Any, Any, T]) -> T:
+    """`work`'s result (or exception) on a fresh event loop, returned as soon as `work` is
+    done (as `asyncio.run`, less the wait for worker threads)."""
+    with asyncio.Runner(loop_factory=_new_loop) as runner:
+        return runner.run(work)

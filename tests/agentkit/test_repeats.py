@@ -1,0 +1,227 @@
+"""Repeated tool calls: duplicates in a turn run once, a call already answered is answered from
+its earlier result (or refused, or run again, as `repeat_calls` says), tools declared
+`idempotent=False` always run, and `tool_choice="required"` ends with an answer after a repeat."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from agentkit import Agent, RepeatedCall, RunUsage, StepLimitExceeded, Tool, ToolResultEvent, tool
+from runtimes.testing import ScriptedRuntime
+
+
+def call(name: str, arguments: str) -> str:
+    return f'{{"name":"{name}","arguments":{arguments}}}'
+
+
+def weather_tool(runs: list[str], **options: Any) -> Tool:
+    """A weather lookup that records each time it runs."""
+
+    def get_weather(city: str, unit: str = "c") -> str:
+        """The weather in a city.
+
+        Args:
+            city: City name.
+            unit: "c" or "f".
+        """
+        runs.append(city)
+        return f"12 degrees {unit} in {city}"
+
+    return tool(get_weather, **options)
+
+
+PARIS = call("get_weather", '{"city":"Paris"}')
+PARIS_EXPLICIT = call("get_weather", '{"city":"Paris","unit":"c"}')  # equal once defaults are filled in
+OSLO = call("get_weather", '{"city":"Oslo"}')
+
+
+async def test_duplicates_in_one_turn_run_once() -> None:
+    runs: list[str] = []
+    rt = ScriptedRuntime([PARIS + "\n" + PARIS_EXPLICIT, "12 degrees."])
+    result = await Agent([weather_tool(runs)], rt).run("Paris?")
+    assert runs == ["Paris"]
+    first, second = result.tool_calls
+    assert (first.repeat_of, first.reused) == (None, False)
+    assert (second.repeat_of, second.reused) == ("call_1_1", True)
+    assert second.result == first.result == "12 degrees c in Paris"
+    assert second.call.id == "call_1_2"  # the repeat keeps its own call, and its own tool message
+    tool_messages = [m for m in result.messages if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == ["call_1_1", "call_1_2"]
+    assert tool_messages[0]["content"] == "12 degrees c in Paris"
+    assert tool_messages[1]["content"].startswith("12 degrees c in Paris\n(Already answered")
+    assert "call_1_1" in tool_messages[1]["content"]
+    assert isinstance(result.usage, RunUsage)
+    assert (result.usage.tool_runs, result.usage.repeated_calls) == (1, 1)
+
+
+async def test_a_call_answered_in_an_earlier_turn_is_not_run_again() -> None:
+    runs: list[str] = []
+    rt = ScriptedRuntime([PARIS, PARIS_EXPLICIT, PARIS, "12 degrees."])
+    result = await Agent([weather_tool(runs)], rt).run("Paris?")
+    assert runs == ["Paris"]
+    assert [(r.repeat_of, r.reused) for r in result.tool_calls] == [
+        (None, False), ("call_1_1", True), ("call_1_1", True)
+    ]
+    assert all(r.result == "12 degrees c in Paris" for r in result.tool_calls)
+    assert "Already answered" in result.messages[4]["content"]
+    assert (result.usage.tool_runs, result.usage.repeated_calls) == (1, 2)
+
+
+async def test_other_arguments_are_not_a_repeat() -> None:
+    runs: list[str] = []
+    rt = ScriptedRuntime([PARIS + "\n" + OSLO, "Both mild."])
+    result = await Agent([weather_tool(runs)], rt).run("Paris and Oslo?")
+    assert runs == ["Paris", "Oslo"]
+    assert all(r.repeat_of is None for r in result.tool_calls)
+    assert (result.usage.tool_runs, result.usage.repeated_calls) == (2, 0)
+
+
+async def test_a_call_that_failed_runs_again() -> None:
+    attempts: list[int] = []
+
+    @tool
+    def flaky(x: int) -> int:
+        """Fails the first time."""
+        attempts.append(x)
+        if len(attempts) == 1:
+            raise ConnectionError("try again")
+        return x
+
+    again = call("flaky", '{"x":1}')
+    rt = ScriptedRuntime([again, again, again, "1."])
+    result = await Agent([flaky], rt).run("go")
+    assert attempts == [1, 1]  # the retry after the failure ran; the third call reused it
+    failed, retried, repeated = result.tool_calls
+    assert isinstance(failed.error, ConnectionError) and failed.repeat_of is None
+    assert retried.result == 1 and retried.repeat_of is None
+    assert (repeated.repeat_of, repeated.reused) == ("call_2_1", True)
+
+
+async def test_repeat_calls_refuse_answers_a_repeat_with_an_error() -> None:
+    runs: list[str] = []
+    rt = ScriptedRuntime([PARIS + "\n" + PARIS, PARIS, "12 degrees."])
+    result = await Agent([weather_tool(runs)], rt, repeat_calls="refuse").run("Paris?")
+    assert runs == ["Paris"]
+    first, in_turn, next_turn = result.tool_calls
+    assert first.ok
+    for refused in (in_turn, next_turn):
+        assert isinstance(refused.error, RepeatedCall) and refused.error.original == "call_1_1"
+        assert (refused.repeat_of, refused.reused, refused.result) == ("call_1_1", False, None)
+    assert result.messages[3]["content"].startswith("Error: RepeatedCall: get_weather was already called")
+    assert (result.usage.tool_runs, result.usage.repeated_calls) == (1, 2)
+
+
+async def test_repeat_calls_run_runs_every_call_and_still_records_repeats() -> None:
+    runs: list[str] = []
+    rt = ScriptedRuntime([PARIS + "\n" + PARIS, PARIS, "12 degrees."])
+    result = await Agent([weather_tool(runs)], rt, repeat_calls="run").run("Paris?")
+    assert runs == ["Paris"] * 3
+    assert [(r.repeat_of, r.reused, r.ok) for r in result.tool_calls] == [
+        (None, False, True), ("call_1_1", False, True), ("call_1_1", False, True)
+    ]
+    assert all("Already answered" not in m["content"] for m in result.messages if m["role"] == "tool")
+    assert (result.usage.tool_runs, result.usage.repeated_calls) == (3, 2)
+
+
+@pytest.mark.parametrize("policy", ["reuse", "refuse", "run"])
+async def test_a_tool_that_is_not_idempotent_always_runs(policy: str) -> None:
+    runs: list[str] = []
+    rt = ScriptedRuntime([PARIS + "\n" + PARIS, PARIS, "12 degrees."])
+    result = await Agent([weather_tool(runs, idempotent=False)], rt, repeat_calls=policy).run("Paris?")
+    assert runs == ["Paris"] * 3
+    assert all(r.ok and r.repeat_of is None and not r.reused for r in result.tool_calls)
+    assert (result.usage.tool_runs, result.usage.repeated_calls) == (3, 0)
+
+
+def test_the_idempotent_flag() -> None:
+    assert weather_tool([]).idempotent is True
+    assert weather_tool([], idempotent=False).idempotent is False
+    schema_tool = Tool.from_json_schema("ping", {"type": "object"}, lambda args: "pong", idempotent=False)
+    assert schema_tool.idempotent is False
+
+
+def test_an_unknown_repeat_policy_is_refused() -> None:
+    with pytest.raises(ValueError, match="repeat_calls"):
+        Agent([weather_tool([])], ScriptedRuntime([]), repeat_calls="skip")  # type: ignore[arg-type]
+
+
+async def test_events_show_reused_calls() -> None:
+    rt = ScriptedRuntime([PARIS, PARIS, "12 degrees."])
+    events = [e async for e in Agent([weather_tool([])], rt).run_stream("Paris?")]
+    results = [e.record for e in events if isinstance(e, ToolResultEvent)]
+    assert [r.reused for r in results] == [False, True]
+
+
+# --- tool_choice="required" ------------------------------------------------------------------
+
+
+async def test_required_answers_after_a_duplicate_in_the_first_turn() -> None:
+    """The loop small models fall into: the same call twice per turn, turn after turn."""
+    runs: list[str] = []
+    rt = ScriptedRuntime([PARIS + "\n" + PARIS, "It is 12 degrees in Paris."])
+    result = await Agent([weather_tool(runs)], rt, tool_choice="required").run("Paris?")
+    assert result.output == "It is 12 degrees in Paris." and result.steps == 2
+    assert runs == ["Paris"]
+    calls_only, answer_only = (r.grammar for r in rt.calls)
+    assert calls_only.accepts(PARIS) and not calls_only.accepts("It is mild.")
+    assert answer_only.accepts("It is mild.") and not answer_only.accepts(PARIS)
+    assert not answer_only.accepts(" " + PARIS)
+
+
+async def test_required_answers_after_a_repeat_across_turns() -> None:
+    runs: list[str] = []
+    rt = ScriptedRuntime([PARIS, OSLO, PARIS, "Paris 12, Oslo 12."])
+    result = await Agent([weather_tool(runs)], rt, tool_choice="required").run("Paris and Oslo?")
+    assert result.output == "Paris 12, Oslo 12." and result.steps == 4
+    assert runs == ["Paris", "Oslo"]
+    grammars = [r.grammar for r in rt.calls]
+    assert not grammars[0].accepts("Mild.")  # nothing has succeeded yet: calls only
+    assert grammars[1].accepts(OSLO) and grammars[1].accepts("Mild.")  # a new call is progress
+    assert grammars[2].accepts(PARIS) and grammars[2].accepts("Mild.")
+    assert not grammars[3].accepts(PARIS) and grammars[3].accepts("Mild.")  # after the repeat
+
+
+async def test_without_the_answer_turn_the_same_loop_hits_the_step_limit() -> None:
+    """What the answer turn prevents: with "auto" a looping model is never forced to answer."""
+    rt = ScriptedRuntime([PARIS + "\n" + PARIS] * 3)
+    with pytest.raises(StepLimitExceeded):
+        await Agent([weather_tool([])], rt, max_steps=3).run("Paris?")
+    assert all(r.grammar.accepts(PARIS) for r in rt.calls)
+
+
+async def test_required_holds_to_calls_while_the_repeated_call_failed() -> None:
+    @tool
+    def broken(x: int) -> int:
+        """Always fails."""
+        raise ValueError("down")
+
+    twice = call("broken", '{"x":1}') + "\n" + call("broken", '{"x":1}')
+    rt = ScriptedRuntime([twice, twice])
+    with pytest.raises(StepLimitExceeded):
+        await Agent([broken], rt, tool_choice="required", max_steps=2).run("go")
+    assert not any(r.grammar.accepts("Sorry.") for r in rt.calls)
+
+
+class Forecast(BaseModel):
+    city: str
+    degrees: int
+
+
+async def test_required_answer_turn_is_the_output_type() -> None:
+    rt = ScriptedRuntime([PARIS, PARIS, '{"city":"Paris","degrees":12}'])
+    agent = Agent([weather_tool([])], rt, tool_choice="required", output_type=Forecast)
+    result = await agent.run("Paris?")
+    assert result.output == Forecast(city="Paris", degrees=12) and result.steps == 3
+    answer_only = rt.calls[2].grammar
+    assert answer_only.accepts('{"city":"Oslo","degrees":3}') and not answer_only.accepts(PARIS)
+
+
+async def test_the_text_answer_turn_admits_no_hermes_call() -> None:
+    hermes_paris = "<tool_call>\n" + PARIS + "\n</tool_call>"
+    rt = ScriptedRuntime([hermes_paris + "\n" + hermes_paris, "{12 degrees}"], tool_call_envelope="hermes")
+    result = await Agent([weather_tool([])], rt, tool_choice="required").run("Paris?")
+    assert result.output == "{12 degrees}"
+    assert not rt.calls[1].grammar.accepts(hermes_paris)
