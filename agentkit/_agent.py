@@ -20,6 +20,7 @@ from ._errors import (
     IncompleteOutput,
     ModelRequestFailed,
     OutputValidationError,
+    RunError,
     RunTimeout,
     StepLimitExceeded,
     TokenLimitExceeded,
@@ -381,6 +382,8 @@ class Agent(Generic[OutputT]):
             state.usage = state.usage + RunUsage(tool_runs=1)
             try:
                 result = await valid.tool.call(valid.arguments, context, timeout=self.tool_timeout)
+            except RunError:
+                raise  # a tool that ends the run (an MCP server lost mid-call) carries its messages
             except Exception as exc:  # a failing tool is reported to the model, not raised
                 return ToolCallRecord(call, valid.arguments, error=exc)
             return ToolCallRecord(call, valid.arguments, result=result)
