@@ -7,9 +7,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, overload
+
+from typing_extensions import TypeVar
 
 import grammar
 from grammar import Grammar, GrammarError
@@ -47,7 +50,9 @@ from ._runtime import budget_reached, model_written_calls, resolve_runtime
 from ._sync import run_to_end
 from ._tool import Tool, tool
 
-OutputT = TypeVar("OutputT")
+logger = logging.getLogger("agentkit")
+
+OutputT = TypeVar("OutputT", default=str)
 
 TurnKind = Literal["calls", "calls_or_answer", "answer"]
 """What a model turn may be: tool calls only, tool calls or the final answer, the answer only."""
@@ -99,13 +104,16 @@ class Agent(Generic[OutputT]):
     answer at any turn and never forces it to.
     """
 
+    # A class as `output_type` gives `Agent[that class]`; none gives `Agent[str]` (text answers);
+    # a type expression that is no class (`int | None`, `Annotated[...]`) gives `Agent[Any]`.
+    @overload
     def __init__(
         self,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         runtime: Runtime | None = None,
         *,
         system_prompt: str | None = None,
-        output_type: type[OutputT] | Any = None,
+        output_type: type[OutputT] | None = None,
         max_steps: int = 8,
         max_tokens: int = 512,
         token_budget: int | None = None,
@@ -117,7 +125,48 @@ class Agent(Generic[OutputT]):
         repeat_calls: RepeatCalls = "reuse",
         temperature: float = 0.0,
         seed: int | None = None,
-    ):
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Agent[Any],
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        runtime: Runtime | None = None,
+        *,
+        system_prompt: str | None = None,
+        output_type: Any,
+        max_steps: int = 8,
+        max_tokens: int = 512,
+        token_budget: int | None = None,
+        timeout: float | None = None,
+        tool_timeout: float | None = 60.0,
+        max_retries: int = 2,
+        max_calls_per_turn: int = 4,
+        tool_choice: Literal["auto", "required"] = "auto",
+        repeat_calls: RepeatCalls = "reuse",
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        runtime: Runtime | None = None,
+        *,
+        system_prompt: str | None = None,
+        output_type: Any = None,
+        max_steps: int = 8,
+        max_tokens: int = 512,
+        token_budget: int | None = None,
+        timeout: float | None = None,
+        tool_timeout: float | None = 60.0,
+        max_retries: int = 2,
+        max_calls_per_turn: int = 4,
+        tool_choice: Literal["auto", "required"] = "auto",
+        repeat_calls: RepeatCalls = "reuse",
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> None:
         if max_steps < 1 or max_tokens < 1 or max_calls_per_turn < 1 or max_retries < 0:
             raise ValueError("max_steps, max_tokens and max_calls_per_turn must be >= 1, max_retries >= 0")
         self.tools: dict[str, Tool] = {}
@@ -361,6 +410,7 @@ class Agent(Generic[OutputT]):
             state.failures["output"] += 1
             if state.failures["output"] > self.max_retries:
                 raise OutputValidationError(exc.violations, exc.text, **state.context()) from None
+            logger.info("correction %d of %d asked for: %s", state.failures["output"], self.max_retries, exc)
             problems = "\n".join(f"- {v}" for v in exc.violations)
             state.messages.append({"role": "user", "content": f"That answer is not valid:\n{problems}\nAnswer again."})
             return _RETRY
@@ -385,6 +435,7 @@ class Agent(Generic[OutputT]):
             except RunError:
                 raise  # a tool that ends the run (an MCP server lost mid-call) carries its messages
             except Exception as exc:  # a failing tool is reported to the model, not raised
+                logger.warning("tool %r failed (%s: %s); the error goes back to the model", call.name, type(exc).__name__, exc)
                 return ToolCallRecord(call, valid.arguments, error=exc)
             return ToolCallRecord(call, valid.arguments, result=result)
 
@@ -417,6 +468,9 @@ class Agent(Generic[OutputT]):
                 state.failures[record.call.name] += 1
                 if state.failures[record.call.name] > self.max_retries:
                     raise ToolRetriesExceeded(record.call.name, record.error, **state.context())
+                logger.info(
+                    "correction %d of %d asked for: %s", state.failures[record.call.name], self.max_retries, record.error
+                )
 
     def _result(self, state: _RunState, output: Any) -> RunResult[OutputT]:
         return RunResult(output, list(state.messages), state.usage, list(state.records), state.step)

@@ -3,14 +3,14 @@ decoding and which only the validator checks after decoding (what a lenient comp
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from grammar import Grammar
 
-from ._jsoncheck import FORMATS, KNOWN_FORMATS, field_path
 from ._schema import escape, resolve_local
+from ._validator import field_path
 
 ASSERTIONS = (
     "type", "enum", "const", "multipleOf", "minimum", "exclusiveMinimum", "maximum",
@@ -88,12 +88,11 @@ def _keyword_places(g: Grammar, *, ignored: bool = False) -> set[tuple[str, str]
     return out
 
 
-def report(schema: Any, g: Grammar, *, format_checked_after: bool) -> Constraints:
+def report(schema: Any, g: Grammar, *, checked_formats: Collection[str]) -> Constraints:
     """Walk `schema` (following local `$ref`s once each) and place every assertion keyword.
 
-    A format the grammar ignores is checked after decoding when the in-product checker knows
-    it, or when `format_checked_after` (signature tools: pydantic checks the formats it emits);
-    otherwise it is an annotation and not listed.
+    A format the grammar ignores is checked after decoding when it is one of `checked_formats`
+    (those the validator's format checker knows); otherwise it is an annotation and not listed.
     """
     dropped = _keyword_places(g)
     ignored = _keyword_places(g, ignored=True)
@@ -110,7 +109,7 @@ def report(schema: Any, g: Grammar, *, format_checked_after: bool) -> Constraint
                 continue
             where = "validator" if (ptr, key) in dropped else "grammar"
             if key == "format" and (ptr, key) in ignored:
-                if node[key] in FORMATS or (format_checked_after and node[key] in KNOWN_FORMATS):
+                if node[key] in checked_formats:
                     where = "validator"
                 else:
                     continue

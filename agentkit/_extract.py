@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from grammar import GrammarError
 from runtimes import GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded
@@ -34,8 +34,11 @@ def output_spec(output_type: Any) -> OutputSpec[Any]:
         return OutputSpec(output_type)
 
 
+# A class gives its instances; a type expression that is no class (`int | None`,
+# `Annotated[...]`) gives what type checkers cannot name from it.
+@overload
 async def aextract(
-    output_type: type[T] | Any,
+    output_type: type[T],
     text: str,
     *,
     runtime: Runtime | None = None,
@@ -43,7 +46,32 @@ async def aextract(
     max_tokens: int = 512,
     temperature: float = 0.0,
     seed: int | None = None,
-) -> T:
+) -> T: ...
+
+
+@overload
+async def aextract(
+    output_type: Any,
+    text: str,
+    *,
+    runtime: Runtime | None = None,
+    instructions: str | None = None,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    seed: int | None = None,
+) -> Any: ...
+
+
+async def aextract(
+    output_type: Any,
+    text: str,
+    *,
+    runtime: Runtime | None = None,
+    instructions: str | None = None,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    seed: int | None = None,
+) -> Any:
     """`text`'s content as a `T` (a pydantic model, dataclass, TypedDict, `list[...]` ...).
 
     One generation, held by `T`'s grammar, so the answer always has `T`'s shape; it is then
@@ -85,8 +113,9 @@ async def aextract(
     return spec.validate(generation.text, messages=answered, usage=generation.usage)
 
 
+@overload
 def extract(
-    output_type: type[T] | Any,
+    output_type: type[T],
     text: str,
     *,
     runtime: Runtime | None = None,
@@ -94,7 +123,32 @@ def extract(
     max_tokens: int = 512,
     temperature: float = 0.0,
     seed: int | None = None,
-) -> T:
+) -> T: ...
+
+
+@overload
+def extract(
+    output_type: Any,
+    text: str,
+    *,
+    runtime: Runtime | None = None,
+    instructions: str | None = None,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    seed: int | None = None,
+) -> Any: ...
+
+
+def extract(
+    output_type: Any,
+    text: str,
+    *,
+    runtime: Runtime | None = None,
+    instructions: str | None = None,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    seed: int | None = None,
+) -> Any:
     """`aextract` for code without an event loop."""
     try:
         asyncio.get_running_loop()

@@ -13,9 +13,9 @@ from grammar import CompileError, Grammar
 
 from ._constraints import Constraints, report
 from ._errors import OutputValidationError, ToolDefinitionError, Violation, pydantic_violations
-from ._jsoncheck import check
 from ._schema import schema_for_type
 from ._types import UnsupportedType, prepare
+from ._validator import SchemaValidator
 
 T = TypeVar("T")
 
@@ -38,7 +38,8 @@ class OutputSpec(Generic[T]):
             self.grammar: Grammar = grammar.from_json_schema(self.schema, lenient=True)
         except CompileError as exc:
             raise ToolDefinitionError(f"output {label}", exc.reason, keyword=exc.keyword, pointer=exc.pointer) from None
-        self.constraints: Constraints = report(self.schema, self.grammar, format_checked_after=True)
+        self._validator = SchemaValidator(self.schema)
+        self.constraints: Constraints = report(self.schema, self.grammar, checked_formats=self._validator.formats)
 
     def instructions(self) -> str:
         """The sentence that tells a model what to write."""
@@ -54,7 +55,7 @@ class OutputSpec(Generic[T]):
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             raise OutputValidationError([Violation("", "json", f"not JSON: {exc}", "parse")], text, **context) from None
-        problems = check(self.schema, value)
+        problems = self._validator.problems(value)
         if problems:
             violations = [
                 Violation(p.path, p.keyword, p.message, self.constraints.enforced_by(p.pointer.rsplit("/", 1)[0], p.keyword))

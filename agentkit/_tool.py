@@ -26,9 +26,9 @@ from ._constraints import Constraints, report
 from ._context import RunContext, is_context_type
 from ._docstrings import parse_docstring
 from ._errors import ToolArgumentsError, ToolDefinitionError, ToolTimeout, Violation, pydantic_violations
-from ._jsoncheck import can_check, check
 from ._schema import normalise, resolve_local, subschemas
 from ._types import UnsupportedType, prepare
+from ._validator import SchemaValidator
 
 ToolFunction = Callable[..., Any]
 
@@ -59,7 +59,6 @@ class Tool:
         context_param: str | None = None,
         param_names: dict[str, str] | None = None,
         positional: tuple[str, ...] = (),
-        format_checked_after: bool,
     ):
         if not isinstance(name, str) or not name.strip():
             raise ToolDefinitionError(repr(name), "a tool needs a non-empty name")
@@ -78,10 +77,11 @@ class Tool:
         self._param_names = param_names or {}
         self._positional = positional
         self.grammar = _compile(name, schema)
-        self.constraints: Constraints = report(schema, self.grammar, format_checked_after=format_checked_after)
+        self._validator = SchemaValidator(schema)
+        self.constraints: Constraints = report(schema, self.grammar, checked_formats=self._validator.formats)
         # Signature tools: pydantic checks every format it emits. Schema tools: the grammar is
-        # consulted for what the in-product checker cannot evaluate.
-        self._needs_grammar_check = args_type is None and not _fully_checkable(schema)
+        # consulted for what the validator cannot evaluate.
+        self._needs_grammar_check = args_type is None and not _fully_checkable(schema, self._validator)
         self._refuse_unenforced()
         functools.update_wrapper(self, fn, updated=())
 
@@ -115,7 +115,6 @@ class Tool:
             context_param=context_param,
             param_names=names,
             positional=positional,
-            format_checked_after=True,
         )
 
     @classmethod
@@ -140,7 +139,7 @@ class Tool:
             schema = {"type": "object"}
         if not isinstance(schema, dict):
             raise ToolDefinitionError(name, f"the arguments schema must be a JSON object, not {schema!r}")
-        return cls(
+        tool = cls(
             name=name,
             description=description or "",
             fn=fn,
@@ -150,8 +149,15 @@ class Tool:
             timeout=timeout,
             idempotent=idempotent,
             context_param=_context_param_of(fn),
-            format_checked_after=False,
         )
+        # The lenient grammar drops a `$ref` it cannot resolve; the validator could not resolve
+        # it either, so every call would fail: refuse the tool now instead.
+        for dropped in tool.grammar.dropped:
+            if dropped.keyword == "$ref":
+                raise ToolDefinitionError(
+                    name, f"a $ref cannot be resolved ({dropped.reason})", keyword="$ref", pointer=dropped.pointer
+                )
+        return tool
 
     @classmethod
     def from_openai(cls, spec: dict[str, Any], fn: ToolFunction, **options: Any) -> "Tool":
@@ -183,9 +189,7 @@ class Tool:
         for d in self.grammar.dropped:
             keyword = d.keyword
             subschema = _holder(self.schema, d.pointer, keyword)
-            unchecked = not can_check(keyword, subschema.get(keyword)) or (
-                keyword == "$ref" and not str(subschema.get("$ref", "#")).startswith("#")
-            )
+            unchecked = not self._validator.checks(keyword, subschema.get(keyword))
             if unchecked and self.args_type is None:
                 raise ToolDefinitionError(
                     self.name,
@@ -246,7 +250,7 @@ class Tool:
             raise ToolArgumentsError(self.name, pydantic_violations(exc, self._param_names), text) from None
 
     def _schema_violations(self, arguments: dict[str, Any]) -> list[Violation]:
-        problems = check(self.schema, arguments)
+        problems = self._validator.problems(arguments)
         out = [
             Violation(p.path, p.keyword, p.message, self._placement(p)) for p in problems
         ]
@@ -492,18 +496,11 @@ def _holder(schema: dict[str, Any], pointer: str, keyword: str) -> dict[str, Any
     return {}
 
 
-def _fully_checkable(schema: Any) -> bool:
-    """Whether the in-product checker evaluates every validation keyword and format in
-    `schema`, so the grammar need not be consulted to validate decoded arguments."""
+def _fully_checkable(schema: Any, validator: SchemaValidator) -> bool:
+    """Whether `validator` evaluates every keyword and format in `schema`, so the grammar need
+    not be consulted to validate decoded arguments."""
     if not isinstance(schema, dict):
         return True
-    for key, value in schema.items():
-        if key in _UNCHECKED or (key == "format" and not can_check(key, value)):
-            return False
-        if key == "$ref" and not (isinstance(value, str) and value.startswith("#")):
-            return False
-    return all(_fully_checkable(sub) for _, sub in subschemas(schema))
-
-
-_UNCHECKED = frozenset({"unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"})
-"""Validation keywords outside the checker; any other keyword it does not know is an annotation."""
+    if not all(validator.checks(key, value) for key, value in schema.items()):
+        return False
+    return all(_fully_checkable(sub, validator) for _, sub in subschemas(schema))

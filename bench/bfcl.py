@@ -33,6 +33,7 @@ from typing import Any
 
 import grammar
 from agentkit import Tool, ToolArgumentsError, ToolDefinitionError
+from bench._progress import progress
 
 CATEGORIES = ("simple_python", "multiple", "parallel")
 MAX_CALLS = {"simple_python": 1, "multiple": 1, "parallel": 8}
@@ -356,13 +357,11 @@ async def evaluate(categories: list[str], limit: int | None, max_tokens: int, ru
         items, skipped = load(category, root, limit)
         score = CategoryScore(category, skipped)
         start = time.perf_counter()
-        for n, item in enumerate(items, 1):
+        for item in progress(items, category):
             pair = await run_item(item, runtime, category, max_tokens)
             score.pairs.append(pair)
             if verbose:
                 print(f"  {item.id}: unconstrained {_mark(pair[0])}  constrained {_mark(pair[1])}", file=sys.stderr)
-            elif n % 10 == 0:
-                print(f"  {category}: {n}/{len(items)}", file=sys.stderr)
         score.seconds = time.perf_counter() - start
         scores.append(score)
     return scores

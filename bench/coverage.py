@@ -34,6 +34,7 @@ from pathlib import Path
 
 from jsonschema.validators import Draft202012Validator, validator_for
 
+from bench._progress import progress
 from grammar import CompileError, from_json_schema
 from grammar._automaton import Automaton
 from grammar._errors import GrammarError
@@ -323,8 +324,8 @@ def jsonl(path: Path):
             yield json.loads(line)
 
 
-def run_entries(entries, tally: Tally, peer: Peer | None) -> None:
-    for entry in entries:
+def run_entries(entries, tally: Tally, peer: Peer | None, label: str) -> None:
+    for entry in progress(entries, label):
         schema = entry["schema"]
         tally.schemas += 1
         if peer is not None:
@@ -390,7 +391,7 @@ def main(argv=None) -> int:
     for subset in args.subset or SUBSETS:
         tally = Tally()
         entries = [e for e in jsonl(bench / f"{subset}.jsonl.gz") if e["id"] in dev][: args.limit]
-        run_entries(entries, tally, peer)
+        run_entries(entries, tally, peer, subset)
         print(report_line(subset, tally, peer is not None), flush=True)
         if args.errors:
             print("    refused:", dict(tally.errors.most_common(12)))
@@ -409,12 +410,12 @@ def main(argv=None) -> int:
         for name in EXTRA:
             path = corpus / "jsonschemabench-maskbench-extra" / f"{name}.jsonl.gz"
             if path.exists():
-                run_entries(list(jsonl(path))[: args.limit], extra, None)
+                run_entries(list(jsonl(path))[: args.limit], extra, None, name)
         print(report_line("maskbench-extra", extra, False))
         unsound.extend(extra.unsound)
     if not args.no_suite:
         suite = Tally()
-        run_entries(list(suite_entries(corpus / "json-schema-test-suite")), suite, None)
+        run_entries(list(suite_entries(corpus / "json-schema-test-suite")), suite, None, "json-schema-test-suite")
         print(report_line("json-schema-test-suite", suite, False))
         unsound.extend(suite.unsound)
     if args.errors:

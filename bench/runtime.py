@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import grammar
 import runtimes
+from bench._progress import progress
 from runtimes._sampling import Sampler
 
 SCHEMAS = {
@@ -187,14 +188,14 @@ def main() -> None:
     print(f"{'schema':8} {'tokens':>6} {'compile ms':>10} {'step ms':>8} {'mask µs mean':>12} {'p50':>6} "
           f"{'cold µs':>8} {'mask/step mean':>14} {'p50':>6}")
     costs = {}
-    for name in names:
+    for name in progress(names, "mask cost"):
         c = costs[name] = mask_cost(rt, name, rounds)
         print(f"{name:8} {c['tokens']:>6} {c['compile_ms']:>10.1f} {c['step_ms']:>8.2f} {c['mask_mean_us']:>12.1f} "
               f"{c['mask_p50_us']:>6.1f} {c['cold_mean_us']:>8.1f} {c['ratio_mean']:>13.2%} {c['ratio_p50']:>6.2%}")
     print("\n2. added time per token vs llama.cpp's own grammar sampler (llama-cpp-python, same model)")
     print(f"{'schema':8} {'free ms/tok':>11} {'json_schema ×':>13} {'+json_schema ms':>15} {'+GBNF ms':>9} "
           f"{'ours/json_schema':>16} {'ours/GBNF':>9}")
-    for name in names:
+    for name in progress(names, "llama.cpp sampler"):
         p = peer_cost(rt, name, rounds, args.peer_tokens, costs[name]["mask_mean_us"] / 1e6)
         print(f"{name:8} {p['free_ms']:>11.2f} {p['schema_x']:>12.2f}× {p['schema_added_ms']:>15.2f} "
               f"{p['gbnf_added_ms']:>9.2f} {p['ours_vs_schema']:>16.4f} {p['ours_vs_gbnf']:>9.4f}")

@@ -15,6 +15,7 @@ from typing import Any, Literal, Sequence
 from ._errors import CompileError
 from ._grammar import Dropped, Grammar, Ignored, merge_rules
 from ._ir import ANY_CHAR, Node, alt, char_set, lit, negate, opt, ref, repeat, seq, star
+from ._timing import logged_compile, tool_set_size
 
 Envelope = Literal["json", "hermes"]
 
@@ -101,6 +102,7 @@ def _calls(call: Node, envelope: Envelope, max_calls: int | None) -> Node:
     return seq(one, repeat(seq(lit("\n"), one), 0, more))
 
 
+@logged_compile("tool-calls", tool_set_size)
 def tool_calls(
     tools: Sequence[ToolSchema],
     *,
@@ -129,6 +131,7 @@ def _text_not_starting_with(tag: str) -> Node:
     return seq(blanks, alt(plain, *near_misses))
 
 
+@logged_compile("tool-calls-or-text", tool_set_size)
 def tool_calls_or_text(
     tools: Sequence[ToolSchema],
     *,

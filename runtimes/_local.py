@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import logging
 import threading
 import weakref
 from abc import abstractmethod
@@ -25,6 +26,8 @@ from grammar import CompiledGrammar, Grammar, Matcher, TokenMask, Vocabulary
 from ._errors import RuntimeFailure
 from ._protocol import FinishReason, Generation, Messages, Request, Runtime, TextStream, Usage
 from ._sampling import Sampler
+
+logger = logging.getLogger("runtimes")
 
 
 class LocalRuntime(Runtime):
@@ -221,6 +224,11 @@ class _DecodeLoop:
         matcher.rollback(1)
         if self.steered_from is None:
             self.steered_from = sum(len(p) for p in self._pieces)
+            logger.info(
+                "%s: budget steering took over with %d tokens left, after %d characters; "
+                "the rest closes the document within the budget",
+                self.model.name, remaining, self.steered_from,
+            )
         ids = matcher.completion_token_ids(within=remaining)
         token = int(ids[int(np.argmax(row[ids]))])
         if not matcher.accept_token(token):

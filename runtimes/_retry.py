@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
+
+logger = logging.getLogger("runtimes")
 
 T = TypeVar("T")
 
@@ -15,10 +18,11 @@ async def with_retries(
     retries: int,
     backoff: float,
     retryable: Callable[[Exception], bool],
+    what: str = "request",
 ) -> T:
     """`await attempt()`, tried again up to `retries` times while it fails with an error
     `retryable` accepts, sleeping backoff, 2·backoff, 4·backoff... between tries. The last
-    error is raised as is."""
+    error is raised as is. Each retry is a WARNING record naming `what` and the error."""
     tried = 0
     while True:
         try:
@@ -26,5 +30,9 @@ async def with_retries(
         except Exception as exc:
             if tried >= retries or not retryable(exc):
                 raise
-            await asyncio.sleep(backoff * 2**tried)
+            delay = backoff * 2**tried
             tried += 1
+            logger.warning(
+                "%s failed (%s: %s); retry %d of %d in %.2f s", what, type(exc).__name__, exc, tried, retries, delay
+            )
+            await asyncio.sleep(delay)

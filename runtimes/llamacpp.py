@@ -73,6 +73,7 @@ class LlamaCpp(LocalRuntime):
         self.name = f"llama.cpp:{self.model_path.name}"
         self._lib = llama_cpp
         ensure_long_prompts_run(self.model_path)
+        logger.info("llama.cpp loading %s (%d threads, %d-position context)", self.model_path, n_threads, n_ctx)
         started = time.perf_counter()
         self._llama = llama_cpp.Llama(
             str(self.model_path),

@@ -15,6 +15,8 @@ Only this module touches TVM, through `MLCLibrary`: the few calls it makes, noth
 from __future__ import annotations
 
 import json
+import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,8 @@ from ._errors import RuntimeFailure, RuntimeUnavailable
 from ._hf_vocab import vocabulary_from_tokenizer_json
 from ._local import LocalRuntime
 from ._protocol import Messages
+
+logger = logging.getLogger("runtimes")
 
 INSTALL_HINT = (
     "MLC-LLM ships its own wheels (the PyPI names are placeholders): "
@@ -91,6 +95,7 @@ class MLC(LocalRuntime):
         seed: int | None = None,
     ):
         super().__init__(seed)
+        started = time.perf_counter()
         lib = load_mlc_library()
         self._lib = lib
         self.model_path = Path(model_path)
@@ -131,6 +136,8 @@ class MLC(LocalRuntime):
         if mask_on_device and not has_kernel:
             raise RuntimeFailure(f"{self.name}: {model_lib} has no apply_bitmask_inplace kernel to mask on device")
         self.mask_on_device = has_kernel if mask_on_device is None else mask_on_device
+        if mask_on_device is None and not has_kernel:
+            logger.info("%s: %s has no apply_bitmask_inplace kernel; masking on the host", self.name, model_lib)
         if self.mask_on_device:
             self._apply_bitmask = self._module["apply_bitmask_inplace"]
             self._bitmask = allocate_token_bitmask(1, self.logits_width)
@@ -146,6 +153,11 @@ class MLC(LocalRuntime):
             bos, eos = _token_text(found.get("bos_token")), _token_text(found.get("eos_token"))
         self.template = ChatTemplate(template_text, bos_token=bos, eos_token=eos) if template_text else None
         self.tool_call_envelope = tool_call_envelope(template_text)
+        logger.info(
+            "MLC loaded %s with %s on %s in %.2f s: %d-id vocabulary, %d-position context, masks on the %s",
+            self.model_path, model_lib, device, time.perf_counter() - started, self.vocabulary.size,
+            self.context_length, "device" if self.mask_on_device else "host",
+        )
 
     # --- loading ------------------------------------------------------------------------------
 

@@ -92,7 +92,7 @@ class OpenAICompatible(Runtime):
         path, body = self._body(request, stream=False)
         answer = await with_retries(
             lambda: self._post(path, body), retries=self.max_retries, backoff=self.backoff,
-            retryable=_retryable,
+            retryable=_retryable, what=f"{self.name} request",
         )
         choice = _first_choice(answer)
         text = (choice.get("message") or {}).get("content") or choice.get("text") or ""
@@ -115,7 +115,7 @@ class OpenAICompatible(Runtime):
 
             return await with_retries(
                 lambda: self._stream_once(request, path, body, emit), retries=self.max_retries,
-                backoff=self.backoff, retryable=retryable,
+                backoff=self.backoff, retryable=retryable, what=f"{self.name} streamed request",
             )
 
         return TextStream(produce)

@@ -357,11 +357,22 @@ def test_a_schema_the_grammar_cannot_compile_is_refused_with_keyword_and_place()
 
 
 def test_a_dropped_keyword_nothing_can_check_is_refused() -> None:
-    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "unevaluatedProperties": False}
+    schema = {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}
     with pytest.raises(ToolDefinitionError) as info:
-        Tool.from_json_schema("closed", schema, lambda a: a)
-    assert (info.value.keyword, info.value.pointer) == ("unevaluatedProperties", "")
+        Tool.from_json_schema("remote", schema, lambda a: a)
+    assert (info.value.keyword, info.value.pointer) == ("$ref", "/properties/a")
     assert "cannot check it after decoding" in str(info.value)
+
+
+def test_a_dropped_keyword_the_validator_knows_is_checked_after_decoding() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "unevaluatedProperties": False}
+    t = Tool.from_json_schema("closed", schema, lambda a: a)
+    assert t.constraints[""].after_decoding == ("unevaluatedProperties",)
+    assert t.validate({"a": "x"}) == {"a": "x"}
+    with pytest.raises(ToolArgumentsError) as info:
+        t.validate({"a": "x", "b": 1})
+    [v] = info.value.violations
+    assert (v.field, v.keyword, v.enforced_by) == ("", "unevaluatedProperties", "validator")
 
 
 def test_schema_tool_constraint_report_and_check_after_decoding() -> None:

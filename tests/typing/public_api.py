@@ -1,0 +1,110 @@
+"""A program written against the public API, type-checked with `mypy --strict` (never run).
+
+`tests/test_typing.py` runs the check. `assert_type` pins what the public signatures give back,
+so a signature that degrades to `Any` fails the check instead of passing silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Annotated, Any, assert_type
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+import agentkit
+import grammar
+import runtimes
+from agentkit import Agent, FieldConstraints, RunResult, Tool, ToolArgumentsError, Violation, extract, tool
+from grammar import CompiledGrammar, Grammar, Matcher, TokenMask, Vocabulary
+from runtimes import Generation, LlamaCpp, Runtime
+from runtimes.testing import ScriptedRuntime
+
+
+class Person(BaseModel):
+    name: str
+    age: Annotated[int, Field(ge=0)]
+
+
+@tool
+def get_weather(city: str, days: int = 1) -> str:
+    """The forecast for a city.
+
+    Args:
+        city: The city's name.
+        days: How many days ahead.
+    """
+    return f"{city}: sunny for {days} days"
+
+
+@tool(name="lookup", strict=True, timeout=5.0)
+async def lookup(query: str) -> list[str]:
+    """Search."""
+    return [query]
+
+
+def tools_and_agents(rt: Runtime) -> None:
+    assert_type(get_weather, Tool)
+    assert_type(lookup, Tool)
+    schema: dict[str, Any] = get_weather.schema
+    constraints: FieldConstraints = get_weather.constraints["city"]
+    assert_type(get_weather.grammar, Grammar)
+    print(schema, constraints.after_decoding)
+    try:
+        get_weather.validate({"city": 3})
+    except ToolArgumentsError as exc:
+        violations: list[Violation] = exc.violations
+        print([(v.field, v.keyword, v.enforced_by) for v in violations])
+
+    agent = Agent([get_weather, lookup], rt, system_prompt="Be brief.", max_steps=4)
+    result = agent.run_sync("Weather in Oslo?")
+    assert_type(result, RunResult[str])
+    typed = Agent([get_weather], rt, output_type=Person)
+    person_result = asyncio.run(typed.run("Who?"))
+    assert_type(person_result.output, Person)
+    print(person_result.usage, person_result.messages)
+    maybe = Agent([], rt, output_type=int | None)
+    assert_type(maybe, Agent[Any])
+
+    person = extract(Person, "Ann is 31.", runtime=rt)
+    assert_type(person, Person)
+    ages = extract(list[int], "1, 2 and 3", runtime=rt)
+    print(person.name, ages)
+
+
+def grammars(vocab: Vocabulary) -> None:
+    g = grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "integer"}}})
+    assert_type(g, Grammar)
+    assert_type(g.accepts('{"a":1}'), bool)
+    print(grammar.from_regex(r"\d+").to_gbnf(), grammar.any_json(), grammar.arguments({"type": "object"}))
+    calls = grammar.tool_calls([grammar.ToolSchema("f", {"type": "object"})], max_calls=2)
+    assert_type(calls, Grammar)
+    compiled = grammar.compile(g, vocab)
+    assert_type(compiled, CompiledGrammar)
+    matcher = Matcher(compiled, stop_when_complete=True)
+    mask = matcher.next_token_mask()
+    assert_type(mask, TokenMask)
+    logits = np.zeros(vocab.size, dtype=np.float32)
+    mask.apply(logits)
+    token: int = mask.argmax(logits)
+    assert_type(matcher.accept_token(token), bool)
+    assert_type(matcher.is_complete(), bool)
+    bitmask = grammar.allocate_token_bitmask(1, vocab.size)
+    matcher.fill_next_token_bitmask(bitmask, 0)
+    assert_type(matcher.fork(), Matcher)
+    matcher.rollback(1)
+    print(grammar.__version__, agentkit.__version__, runtimes.__version__)
+
+
+def models() -> None:
+    logging.getLogger("runtimes").setLevel(logging.INFO)
+    rt = runtimes.default()
+    assert_type(rt, LlamaCpp)
+    vocab: Vocabulary = rt.vocabulary
+    grammars(vocab)
+    own = LlamaCpp(runtimes.default_model_path(), n_threads=2)
+    generation = own.generate_sync("Say hi.", max_tokens=8)
+    assert_type(generation, Generation)
+    print(generation.text, generation.finish_reason, generation.usage.completion_tokens)
+    tools_and_agents(ScriptedRuntime(['{"name":"Ann","age":31}']))
