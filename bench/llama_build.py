@@ -28,9 +28,12 @@ def main() -> None:
 
     import llama_cpp
 
-    from runtimes import default_model_path
+    if args.model:
+        model = args.model
+    else:
+        from runtimes import default_model_path
 
-    model = args.model or str(default_model_path())
+        model = str(default_model_path())
     context = args.prompt_tokens + args.decode_tokens + 8
     llama = llama_cpp.Llama(
         model, n_ctx=context, n_batch=args.prompt_tokens, n_threads=args.threads,
@@ -41,17 +44,21 @@ def main() -> None:
     print(f"llama.cpp compiled for: {llama_cpp.llama_print_system_info().decode().strip()}")
     print(f"model {model}, {args.threads} threads")
 
+    def last_logits() -> np.ndarray:
+        pointer = llama_cpp.llama_get_logits_ith(llama.ctx, -1)
+        return np.ctypeslib.as_array(pointer, shape=(llama.n_vocab(),))
+
     prefill, decode = [], []
     for round_ in range(args.rounds + 1):
         llama.reset()
         started = time.perf_counter()
         llama.eval(prompt)
         prompt_s = time.perf_counter() - started
-        token = int(np.argmax(llama.scores[llama.n_tokens - 1]))
+        token = int(np.argmax(last_logits()))
         started = time.perf_counter()
         for _ in range(args.decode_tokens):
             llama.eval([token])
-            token = int(np.argmax(llama.scores[llama.n_tokens - 1]))
+            token = int(np.argmax(last_logits()))
         decode_s = time.perf_counter() - started
         if round_:  # the first round warms caches and page-ins
             prefill.append(len(prompt) / prompt_s)
