@@ -8,7 +8,7 @@ process reads a long prompt with it; if the child dies by a signal, loading rais
 `RuntimeUnavailable` with the cause and the fix instead. A passing check is remembered under
 a key of the library files, the model file and the CPU, so it costs one child per change.
 
-    python -m runtimes._llamacpp_check MODEL.gguf   # the child: exits 0 once the prompt is read
+The child runs `read_long_prompt(MODEL)` and exits 0 once the prompt is read.
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ def _crash_message(model_path: Path, signal_number: int, tail: list[str]) -> str
     if signal_number == signal.SIGILL:
         cause = (
             "SIGILL, an illegal instruction: this llama-cpp-python build uses CPU instructions "
-            "this machine lists but cannot execute (a build made with -march=native on a VM that "
-            "lists AMX but traps it is the known case)"
+            "this machine does not execute (a -march=native build on a VM that lists AMX but traps "
+            "it, or a wheel built on another machine)"
         )
     else:
         cause = f"{name}: llama.cpp crashed in native code"
@@ -91,7 +91,8 @@ def _crash_message(model_path: Path, signal_number: int, tail: list[str]) -> str
 
 
 def _child_command(model_path: Path) -> list[str]:
-    return [sys.executable, "-m", "runtimes._llamacpp_check", str(model_path)]
+    program = "import sys; from runtimes._llamacpp_check import read_long_prompt; read_long_prompt(sys.argv[1])"
+    return [sys.executable, "-c", program, str(model_path)]
 
 
 def _import_path() -> str:
@@ -146,7 +147,7 @@ def _remember(passed: set[str], key: str) -> None:
         logger.debug("could not record the llama.cpp check in %s: %s", path, exc)
 
 
-def _read_long_prompt(model_path: str) -> None:
+def read_long_prompt(model_path: str) -> None:
     """The child's work: load the model and read a long prompt in one batch."""
     import llama_cpp
 
@@ -155,7 +156,3 @@ def _read_long_prompt(model_path: str) -> None:
     ids = llama.tokenize(text.encode(), add_bos=True)[:PROMPT_TOKENS]
     llama.eval(ids)
     llama.close()
-
-
-if __name__ == "__main__":
-    _read_long_prompt(sys.argv[1])
