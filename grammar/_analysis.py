@@ -4,7 +4,7 @@ can run)."""
 
 from __future__ import annotations
 
-from ._ir import Alt, Chars, Lit, Node, Ref, Repeat, Seq
+from ._ir import NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, repeat, seq, walk
 
 
 
@@ -49,15 +49,48 @@ def productive(node: Node, known: set[str]) -> bool:
     return node.name in known
 
 
+def pruned(rules: dict[str, Node], productive: set[str]) -> dict[str, Node]:
+    """The productive rules, each reference to an unproductive rule replaced by nothing (the IR
+    constructors then drop what needed it), so that every prefix the rules match can still be
+    completed. Nodes that refer to no unproductive rule are kept as they are."""
+    memo: dict[int, Node] = {}
+
+    def prune(node: Node) -> Node:
+        kind = type(node)
+        if kind is Ref:
+            return node if node.name in productive else NOTHING
+        if kind is not Seq and kind is not Alt and kind is not Repeat:
+            return node
+        found = memo.get(id(node))
+        if found is None:
+            if kind is Repeat:
+                item = prune(node.item)
+                found = node if item is node.item else repeat(item, node.min, node.max)
+            else:
+                items = [prune(i) for i in node.items]
+                same = all(a is b for a, b in zip(items, node.items))
+                found = node if same else (seq if kind is Seq else alt)(*items)
+            memo[id(node)] = found
+        return found
+
+    return {name: prune(node) for name, node in rules.items() if name in productive}
+
+
 def productive_rules(rules: dict[str, Node]) -> set[str]:
+    """The rules that derive at least one finite string. A worklist: a rule is looked at again
+    only when a rule it refers to turns out productive, so long chains cost linear time."""
+    users: dict[str, list[str]] = {}
+    for name, node in rules.items():
+        for n in walk(node):
+            if isinstance(n, Ref):
+                users.setdefault(n.name, []).append(name)
     found: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, node in rules.items():
-            if name not in found and productive(node, found):
-                found.add(name)
-                changed = True
+    todo = list(rules)
+    while todo:
+        name = todo.pop()
+        if name not in found and productive(rules[name], found):
+            found.add(name)
+            todo.extend(users.get(name, ()))
     return found
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from ._errors import CompileError
+from ._errors import CompileError, LimitError
 from ._grammar import Grammar
 from ._analysis import left_recursion, nullable, nullable_rules, productive_rules
 from ._ir import (
@@ -44,6 +44,9 @@ from ._ir import (
 
 LLAMA_REPETITION_LIMIT = 2000
 """llama.cpp refuses a repetition whose expansion (rules repeated x count) reaches this."""
+
+MAX_GROUP_DEPTH = 100
+"""Groups nested past this are refused: reading a group recurses, as does what walks its nodes."""
 
 _CHUNK = 1000
 """Counted repeats at or past this many are split into nested rules when rendered."""
@@ -384,6 +387,7 @@ class _Parser:
         self.unbounded: list[tuple[Node, int]] = []
         self.symbols: set[str] = set()
         self.symbol_count = 0  # llama.cpp's rule count, for its repetition limit
+        self.groups_open = 0  # parenthesised groups around the current position
 
     # positions and errors
 
@@ -521,7 +525,12 @@ class _Parser:
             elif c == "(":
                 before = self.symbol_count
                 self.symbol_count += 1
+                if self.groups_open >= MAX_GROUP_DEPTH:
+                    # Reading a group recurses, and so does everything that walks its nodes.
+                    raise LimitError(f"{self.where(pos)}: groups nest deeper than {MAX_GROUP_DEPTH}", keyword="gbnf")
+                self.groups_open += 1
                 node, pos = self.alternates(self.space(pos + 1, True), nested=True)
+                self.groups_open -= 1
                 if self.at(pos) != ")":
                     raise self.error(start, "'(' is never closed")
                 last, reach = len(items), max(1, self.symbol_count - before)

@@ -10,7 +10,8 @@ literals) so that every back end sees the same shapes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Union
+from os.path import commonprefix
+from typing import Iterable, Sequence, Union
 
 MAX_CODE_POINT = 0x10FFFF
 
@@ -190,7 +191,12 @@ def alt(*items: Node) -> Node:
 _FACTOR_DEPTH = 8  # nested prefix factorings, at most (`"0" | "00" | "000" | ...` would nest each)
 
 
-def _alt(items: Iterable[Node], depth: int) -> Node:
+_MANY_LITERALS = 32  # alternatives past which an alternation of literals is factored as strings
+
+
+def _alt(items: Sequence[Node], depth: int) -> Node:
+    if depth < _FACTOR_DEPTH and len(items) > _MANY_LITERALS and all(type(i) is Lit for i in items):
+        return _literal_trie(list(dict.fromkeys(i.text for i in items)), depth)
     flat: list[Node] = []
     seen: set[Node] = set()
     ranges: list[tuple[int, int]] = []  # of the one-character items, merged into one class
@@ -221,6 +227,28 @@ def _alt(items: Iterable[Node], depth: int) -> Node:
     return Alt(tuple(flat))
 
 
+def _literal_trie(texts: list[str], depth: int) -> Node:
+    """The alternation of distinct `texts`, factored as `_factored` would, but working on the
+    strings: an enum of many thousand values is grouped in time linear in its text."""
+    groups: dict[str, list[str]] = {}
+    for text in texts:
+        groups.setdefault(text[:1], []).append(text)
+    out: list[Node] = []
+    for first, members in groups.items():
+        if len(members) == 1:
+            out.append(lit(members[0]))
+            continue
+        cut = len(commonprefix(members))
+        rests = [text[cut:] for text in members]
+        if depth + 1 < _FACTOR_DEPTH and len(rests) > _MANY_LITERALS:
+            inner = _literal_trie(rests, depth + 1)
+        else:
+            inner = _alt([lit(rest) for rest in rests], depth + 1)
+        out.append(seq(Lit(members[0][:cut]), inner))
+    # Each group begins with its own character: nothing is left to factor.
+    return _alt(out, _FACTOR_DEPTH)
+
+
 def _leading_text(node: Node) -> str:
     """The literal `node` begins with ("" if none)."""
     if type(node) is Lit:
@@ -246,15 +274,15 @@ def _factored(items: list[Node], depth: int) -> list[Node]:
         if len(members) == 1:
             continue
         texts = [_leading_text(items[i]) for i in members]
-        prefix = texts[0]
-        for text in texts[1:]:
-            while not text.startswith(prefix):
-                prefix = prefix[:-1]
+        prefix = commonprefix(texts)
+        cut = len(prefix)
         rests = []
         for i, text in zip(members, texts):
             item = items[i]
-            tail = item.items[1:] if type(item) is Seq else ()
-            rests.append(seq(lit(text[len(prefix):]), *tail))
+            if type(item) is Lit:  # most alternatives of a long enum: no sequence to rebuild
+                rests.append(Lit(text[cut:]) if len(text) > cut else EMPTY)
+            else:
+                rests.append(seq(lit(text[cut:]), *item.items[1:]))
         out[members[0]] = seq(Lit(prefix), _alt(rests, depth + 1))
         for i in members[1:]:
             out[i] = None

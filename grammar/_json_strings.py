@@ -3,14 +3,16 @@
 Schemas constrain the decoded value of a string (its length in code points, its pattern, its
 format, its enum), while the grammar matches JSON text. Each code point has exactly one encoding
 here, the one `json.dumps(..., ensure_ascii=False)` writes: itself, or `\\"`, `\\\\`, `\\n`,
-`\\t`, `\\r`, `\\b`, `\\f`, `\\u00XX` for the characters JSON must escape. Encoding a language of
-decoded strings is then a homomorphism applied node by node, so lengths and exclusions carry over
-exactly, and no two texts decode to the same value.
+`\\t`, `\\r`, `\\b`, `\\f`, `\\u00XX` for the characters JSON must escape, `\\uXXXX` for a
+surrogate (a str may hold one, UTF-8 text cannot). Encoding a language of decoded strings is then
+a homomorphism applied node by node, so lengths and exclusions carry over exactly, and no two
+texts decode to the same value.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from typing import Callable, Iterable
 
@@ -21,18 +23,33 @@ from ._ir import ANY_CHAR, EMPTY, NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, S
 _MUST_ESCAPE = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C))
 
 
+# A str may hold surrogates, UTF-8 text may not: JSON text holds them as `\\uXXXX` escapes only,
+# and a decoder joins a high surrogate's escape and a low one's that follows into one code point.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
 def escape_char(c: str) -> str:
     """The one JSON encoding of code point `c` (without quotes)."""
-    return json.dumps(c, ensure_ascii=False)[1:-1]
+    return escape_text(c)
 
 
 def escape_text(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+    """The one JSON encoding of `text` (without quotes); a surrogate is written as its escape,
+    which decoders give back as it is."""
+    body = json.dumps(text, ensure_ascii=False)[1:-1]
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", body)
+
+
+def has_text(text: str) -> bool:
+    """Whether some JSON text decodes to `text`: not where a high surrogate is followed by a
+    low one (their escapes decode to the one code point they pair into, another string)."""
+    return _SURROGATE_PAIR.search(text) is None
 
 
 def quoted(text: str) -> Node:
-    """The JSON text of the string `text`."""
-    return lit(json.dumps(text, ensure_ascii=False))
+    """The JSON text of the string `text` (nothing where there is none: see `has_text`)."""
+    return lit(f'"{escape_text(text)}"') if has_text(text) else NOTHING
 
 
 _SHORT = {0x08: "b", 0x09: "t", 0x0A: "n", 0x0C: "f", 0x0D: "r"}
@@ -78,7 +95,7 @@ def encode(node: Node, encoded_rule: Callable[[str], Node] | None = None) -> Nod
     encoded copy of that rule.
     """
     if isinstance(node, Lit):
-        return lit(escape_text(node.text))
+        return lit(escape_text(node.text)) if has_text(node.text) else NOTHING
     if isinstance(node, Chars):
         return _escape_class(node.ranges)
     if isinstance(node, Seq):

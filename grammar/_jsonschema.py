@@ -13,6 +13,13 @@ How a schema becomes rules:
   to text by type: objects in declared property order, arrays by position, strings through the
   JSON-escaping homomorphism, numbers as digit automata;
 - each conjunction is memoized as a named rule, so `$ref` cycles become recursive rules.
+
+Negation (`not`, the `else` side of `if`, and the other branches of a `oneOf` that can't be proved
+disjoint) is built keyword by keyword as the union of each keyword's violations; a keyword of one
+type (`minLength`, `maximum`, `items`, `required` ...) is violated only by values of that type, one
+that constrains nothing (`minLength: 0`, `items: true`) by none, and an excluded array or object
+splits the arrays or objects into those that differ from it in length, a key or an item. Where a
+keyword's violations can't be built, `not` and `if` are a `CompileError`, never a looser grammar.
 """
 
 from __future__ import annotations
@@ -21,8 +28,8 @@ import json
 import math
 import re
 from fractions import Fraction
-from dataclasses import dataclass, field
-from itertools import permutations, product
+from dataclasses import dataclass, field, replace
+from itertools import product
 
 from . import _json_lang as lang
 from ._errors import CompileError, LimitError
@@ -50,6 +57,7 @@ from ._json_formats import format_language, is_checked
 from ._json_numbers import ANY_NUMBER, Bound, contains_number, number_texts, tighter_lower, tighter_upper
 from ._json_refs import DRAFT4, DRAFT2020, LEGACY, Document, Place
 from ._json_strings import ANY_STRING, encode, excluding, excluding_text, quoted, string_text
+from ._timing import logged_compile, schema_size
 
 MAX_RULES = 50_000
 MAX_ALTERNATIVES = 256
@@ -59,6 +67,9 @@ MAX_PATTERN_SUBSETS = 4
 MAX_DEPENDENCIES = 6
 MAX_COUNT_STATES = 4_000
 MAX_NEGATION_DEPTH = 6
+MAX_NEGATED_ONE_OF = 8  # its negation names every pair of branches
+MAX_VALUE_DEPTH = 64  # nesting of a const/enum value
+_POSITIONS_PER_RULE = 32  # array positions (prefixItems) lowered into one rule
 LENGTH_CAP = 512  # longest string an automaton-built string language allows
 SMALL_LENGTH = 64  # up to this maxLength, patterns and lengths are intersected exactly
 _ANY_DECODED = repeat(ANY_CHAR, 0, None)
@@ -96,6 +107,20 @@ VALIDATORS: dict[str, frozenset[str]] = {
 }
 # Keywords that branch a conjunction (handled by `_alternatives`, in schema order).
 _BRANCHING = ("anyOf", "oneOf", "if", "dependencies", "dependentRequired", "dependentSchemas")
+# The kinds of value each type-specific keyword constrains (it passes every other value).
+_KEYWORD_KINDS = {
+    **dict.fromkeys(("minLength", "maxLength", "pattern", "format"), {"string"}),
+    **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"), {"int", "frac"}),
+    **dict.fromkeys(
+        ("items", "prefixItems", "additionalItems", "contains", "minItems", "maxItems", "uniqueItems", "unevaluatedItems"),
+        {"array"},
+    ),
+    **dict.fromkeys(
+        ("properties", "patternProperties", "additionalProperties", "required", "propertyNames", "minProperties",
+         "maxProperties", "dependencies", "dependentRequired", "dependentSchemas", "unevaluatedProperties"),
+        {"object"},
+    ),
+}
 _ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems")
 _OBJECT_KEYWORDS = ("properties", "patternProperties", "additionalProperties")
 
@@ -129,6 +154,7 @@ def any_json(*, whitespace: int | None = None) -> Grammar:
     return from_json_schema(True, whitespace=whitespace)
 
 
+@logged_compile("json-schema", schema_size)
 def from_json_schema(
     schema: dict | bool | str, *, lenient: bool = False, whitespace: int | None = None
 ) -> Grammar:
@@ -144,6 +170,8 @@ def from_json_schema(
             schema = json.loads(schema)
         except json.JSONDecodeError as e:
             raise CompileError(f"schema is not valid JSON: {e}", keyword="$schema", pointer="") from None
+        except RecursionError:  # the decoder's own depth bound
+            raise LimitError("schema text nests too deeply to parse", pointer="") from None
     if not isinstance(schema, (dict, bool)):
         raise CompileError("a schema must be an object or a boolean", pointer="")
     if whitespace is not None and (not isinstance(whitespace, int) or whitespace < 0):
@@ -214,19 +242,47 @@ class Facets:
     max_props: int | None = None
     other_keys: list[tuple[frozenset[str], tuple[str, ...]]] = field(default_factory=list)
     pointer: str = ""
+    # Holds only some of the conjunction's values (a negation that leaves some out, bounds
+    # narrowed to what can be enforced): a proof about all of them, such as that two oneOf
+    # branches share none, must not rest on it.
+    narrowed: bool = False
+
+
+def json_key(value):
+    """A hashable key, equal for two values exactly where `json_equal` holds: `enum` and `const`
+    membership is then a set lookup, not a comparison with every listed value. Built without
+    recursion (post-order over an explicit stack), so a deep value costs no Python stack."""
+    if not isinstance(value, (list, dict)):
+        return _scalar_key(value)
+    done: list = []
+    todo: list = [(value, False)]
+    while todo:
+        v, children_done = todo.pop()
+        if isinstance(v, (list, dict)):
+            if not children_done:
+                todo.append((v, True))
+                todo.extend((x, False) for x in reversed(v if isinstance(v, list) else list(v.values())))
+                continue
+            n = len(v)
+            items = done[len(done) - n:]
+            del done[len(done) - n:]
+            done.append(("array", tuple(items)) if isinstance(v, list) else ("object", frozenset(zip(v, items))))
+        else:
+            done.append(_scalar_key(v))
+    return done[0]
+
+
+def _scalar_key(value):
+    if isinstance(value, bool):
+        return ("boolean", value)  # apart from 0 and 1
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # 1.0 equals 1
+    return value
 
 
 def json_equal(a, b) -> bool:
     """Equality as the validator's `enum`/`const` see it (booleans apart from numbers)."""
-    if isinstance(a, str) or isinstance(b, str):
-        return a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    return a == b
+    return json_key(a) == json_key(b)
 
 
 def _kind_of(value) -> str:
@@ -247,16 +303,39 @@ def _kind_of(value) -> str:
     raise TypeError(f"not a JSON value: {value!r}")
 
 
-def _is_json_value(value) -> bool:
-    if value is None or isinstance(value, (bool, int, str)):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(_is_json_value(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _is_json_value(v) for k, v in value.items())
-    return False
+def _is_json_value(value, keyword: str | None = None, pointer: str | None = None) -> bool:
+    """Whether `value` is a JSON value; a LimitError where it nests deeper than
+    `MAX_VALUE_DEPTH` (what lowers a value recurses once per level)."""
+    depth = _json_depth(value)
+    if depth is not None and depth > MAX_VALUE_DEPTH:
+        raise LimitError(f"value nests deeper than {MAX_VALUE_DEPTH} levels", keyword=keyword, pointer=pointer)
+    return depth is not None
+
+
+def _json_depth(value) -> int | None:
+    """How deeply `value` nests (a scalar: 0; counted up to just past `MAX_VALUE_DEPTH`), or
+    None where it is not a JSON value. Iterative: the value may nest deeper than Python recurses."""
+    deepest = 0
+    todo = [(value, 0)]
+    while todo:
+        v, depth = todo.pop()
+        if v is None or isinstance(v, (bool, int, str)):
+            continue
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                return None
+            continue
+        if isinstance(v, list):
+            children = v
+        elif isinstance(v, dict) and all(isinstance(k, str) for k in v):
+            children = v.values()
+        else:
+            return None
+        deepest = max(deepest, depth + 1)
+        if deepest > MAX_VALUE_DEPTH:
+            return deepest
+        todo.extend((c, depth + 1) for c in children)
+    return deepest
 
 
 def _node_lengths(node: Node) -> tuple[int, int | None]:
@@ -332,6 +411,8 @@ class _Compiler:
         self._expanding: set[tuple] = set()
         self._negations: dict[tuple, Place | None] = {}
         self._inexact: set[tuple] = set()
+        self._narrowing: set[tuple] = set()  # places whose negation is exact but leaves values out
+        self._narrowed: set[int] = set()  # ids of the schemas of narrowed negations
         self._fabricated: list[dict] = []
         self._exclusions: dict[frozenset[str], Node] = {}
         self._regex: dict[str, Node] = {}
@@ -341,6 +422,7 @@ class _Compiler:
         self._to_encode: list[str] = []
         self._shared: dict[Node, Node] = {}
         self._numbers: dict[tuple, Node] = {}  # see `lower_number`
+        self._listed: dict[int, tuple[list, int, set]] = {}  # see `among`
 
     # --- bookkeeping -------------------------------------------------------------------------
 
@@ -392,6 +474,11 @@ class _Compiler:
         self._fabricated.append(schema)  # kept alive: places are keyed by id()
         return Place(schema, origin.pointer, origin.base, DRAFT2020)
 
+    def fabricate_at(self, pointer: str, schema: dict | bool) -> Place:
+        """A place for a schema the compiler wrote that holds no reference."""
+        self._fabricated.append(schema)
+        return Place(schema, pointer, "", DRAFT2020)
+
     # --- entry -------------------------------------------------------------------------------
 
     def compile_root(self) -> Node:
@@ -431,6 +518,17 @@ class _Compiler:
         self._pending[key] = name
         try:
             node = alt(*(self.lower(f) for f in self.alternatives(conj)))
+        except _Cyclic:
+            raise CompileError(
+                "anyOf/oneOf/if branches lead back to themselves before reaching a value (the "
+                "validator recurses forever: no value validates)",
+                keyword="$ref",
+                pointer=conj[-1].pointer,
+            ) from None
+        except RecursionError:
+            # Python's stack ran out before MAX_DEPTH (each level costs several frames): the
+            # deepest conjunction that can still report names the place.
+            raise LimitError("schema nests too deeply", pointer=conj[0].pointer) from None
         finally:
             del self._pending[key]
             self._depth -= 1
@@ -545,9 +643,14 @@ class _Compiler:
             return self._alternatives[key]
         if key in self._expanding:
             raise _Cyclic()
+        pointer = conj[-1].pointer if conj else ""  # the newest conjunct: the branch taken last
+        if len(self._expanding) >= MAX_DEPTH:
+            raise LimitError("anyOf/oneOf/if/dependencies nest too deeply", pointer=pointer)
         self._expanding.add(key)
         try:
             out = self._expand(conj)
+        except RecursionError:  # as in `compile_conj`
+            raise LimitError("schema nests too deeply", pointer=pointer) from None
         finally:
             self._expanding.discard(key)
         self._alternatives[key] = out
@@ -573,7 +676,8 @@ class _Compiler:
                             keyword=keyword,
                             pointer=owner.pointer,
                         )
-        return [f for f in out if f.kinds]
+        # A narrowed alternative with no values left may stand for some: kept for the proofs.
+        return [f for f in out if f.kinds or f.narrowed]
 
     def branches(self, keyword: str, owner: Place, rest: list[Place]) -> list[list[Place]]:
         schema = owner.schema
@@ -661,6 +765,8 @@ class _Compiler:
         self._negations[place.key] = None  # a cycle through negation is unsupported
         result = self._negate(place, depth)
         self._negations[place.key] = result
+        if result is not None and (place.key in self._inexact or place.key in self._narrowing):
+            self._narrowed.add(id(result.schema))
         return result
 
     def exact_negation(self, place: Place) -> bool:
@@ -688,11 +794,17 @@ class _Compiler:
             return None if target is None else self._nested(place, target, depth)
         parts: list[dict] = []  # the negation is the union of these
         validators = VALIDATORS[place.dialect]
+        typed = "type" in schema and "type" not in place.done
+        own_kinds = self.kinds_of(schema["type"], place) if typed else set(KINDS)
         supported = 0
         for keyword, value in schema.items():
             if keyword in place.done or keyword not in validators and not (
                 place.dialect == DRAFT4 and keyword in ("exclusiveMinimum", "exclusiveMaximum")
             ):
+                continue
+            if not _KEYWORD_KINDS.get(keyword, own_kinds) & own_kinds:
+                # Only values `type` already rejects could violate it: `type`'s part has them.
+                supported += 1
                 continue
             negated = self._negate_keyword(place, keyword, value, depth)
             if negated is None:
@@ -711,13 +823,14 @@ class _Compiler:
         return self.fabricate(place, {"anyOf": [self.fabricate(place, p) for p in parts]})
 
     def _negate_keyword(self, place: Place, keyword: str, value, depth: int) -> list[dict] | None:
-        """The negation of one keyword, as a union of schemas (None: not supported)."""
-        everything_but = lambda kinds: {ONLY_KINDS: set(KINDS) - kinds}  # noqa: E731
+        """The negation of one keyword, as a union of schemas (None: not supported). A keyword
+        of one type constrains only values of that type, so only they can violate it."""
         if keyword == "type":
             kinds = self.kinds_of(value, place)
             out = set(KINDS) - kinds
             if "int" in kinds and "frac" not in kinds and place.dialect != DRAFT4:
                 out.discard("frac")  # 1.0 is an integer there: keep fractional texts out
+                self._narrowing.add(place.key)
             return [{ONLY_KINDS: out}]
         if keyword in ("enum", "const"):
             values = [value] if keyword == "const" else value
@@ -731,7 +844,7 @@ class _Compiler:
         if keyword == "pattern":
             if not isinstance(value, str):
                 return None
-            return [everything_but({"string"}), {ONLY_KINDS: {"string"}, NOT_PATTERN: (value, place.pointer)}]
+            return [{ONLY_KINDS: {"string"}, NOT_PATTERN: (value, place.pointer)}]
         if keyword in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 return None
@@ -739,11 +852,11 @@ class _Compiler:
             word = keyword[3:]
             if keyword.startswith("min"):
                 if value == 0:
-                    return [everything_but(set())]
+                    return []  # every value satisfies it
                 flipped = {ONLY_KINDS: {kind}, "max" + word: value - 1}
             else:
                 flipped = {ONLY_KINDS: {kind}, "min" + word: value + 1}
-            return [everything_but({kind}), flipped]
+            return [flipped]
         if keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             if isinstance(value, bool) and place.dialect == DRAFT4:
                 return []  # read by minimum/maximum
@@ -758,7 +871,7 @@ class _Compiler:
                 flipped = {"maximum": value} if exclusive else {"exclusiveMaximum": value}
             else:
                 flipped = {"minimum": value} if exclusive else {"exclusiveMinimum": value}
-            return [everything_but({"int", "frac"}), {ONLY_KINDS: {"int", "frac"}, **flipped}]
+            return [{ONLY_KINDS: {"int", "frac"}, **flipped}]
         if keyword == "properties":
             if not isinstance(value, dict):
                 return None
@@ -789,6 +902,44 @@ class _Compiler:
             return None if negated is None else [{ALL: [negated]}]
         if keyword == "not":
             return [{ALL: [self.child(place, "not")]}]
+        if keyword == "oneOf":
+            if not isinstance(value, list) or not value or len(value) > MAX_NEGATED_ONE_OF:
+                return None
+            branches = [self.child(place, "oneOf", i) for i in range(len(value))]
+            negs = [self._nested(place, b, depth) for b in branches]
+            if any(n is None for n in negs):
+                return None
+            # None of the branches, or two of them.
+            pairs = [{ALL: [branches[i], branches[j]]} for i in range(len(value)) for j in range(i + 1, len(value))]
+            return [{ALL: negs}, *pairs]
+        if keyword == "if":
+            return self._negate_conditional(place, depth)
+        if keyword in ("dependentRequired", "dependentSchemas", "dependencies"):
+            return self._negate_dependencies(place, keyword, value, depth)
+        if keyword in ("prefixItems", "items") and isinstance(value, list):
+            if keyword == "items" and place.dialect == DRAFT2020:
+                return None
+            # Some item the array has is rejected by its position's schema.
+            out = []
+            for i in range(len(value)):
+                negated = self._nested(place, self.child(place, keyword, i), depth)
+                if negated is None:
+                    return None
+                out.append({ONLY_KINDS: {"array"}, "minItems": i + 1, "prefixItems": [True] * i + [{ALL: [negated]}]})
+            return out
+        if _accepts_anything(keyword, value):
+            return []
+        if keyword in ("items", "additionalItems") and value is False:
+            # Any item past the positions a tuple keyword covers is a violation.
+            if keyword == "additionalItems":
+                positions = place.schema.get("items")
+                if not isinstance(positions, list):
+                    return []  # the validator ignores it without a tuple of items
+            else:
+                positions = place.schema.get("prefixItems", []) if place.dialect == DRAFT2020 else []
+            if not isinstance(positions, list):
+                return None
+            return [{ONLY_KINDS: {"array"}, "minItems": len(positions) + 1}]
         if keyword == "additionalProperties" and value is False:
             names = place.schema.get("properties", {})
             patterns = place.schema.get("patternProperties", {})
@@ -800,6 +951,45 @@ class _Compiler:
         if keyword in ("uniqueItems",) and value is False:
             return []
         return None
+
+    def _negate_conditional(self, place: Place, depth: int) -> list[dict] | None:
+        """Values `if`/`then`/`else` reject: the condition holds and `then` fails, or it fails
+        and `else` fails (a missing branch rejects nothing)."""
+        condition = self.child(place, "if")
+        out = []
+        if "then" in place.schema:
+            then_fails = self._nested(place, self.child(place, "then"), depth)
+            if then_fails is None:
+                return None
+            out.append({ALL: [condition, then_fails]})
+        if "else" in place.schema:
+            condition_fails = self._nested(place, condition, depth)
+            else_fails = self._nested(place, self.child(place, "else"), depth)
+            if condition_fails is None or else_fails is None:
+                return None
+            out.append({ALL: [condition_fails, else_fails]})
+        return out
+
+    def _negate_dependencies(self, place: Place, keyword: str, value, depth: int) -> list[dict] | None:
+        """Objects that have a property and break what depends on it: lack a property it
+        requires, or fail its schema."""
+        if not isinstance(value, dict):
+            return None
+        out = []
+        for prop, dep in value.items():
+            has = {ONLY_KINDS: {"object"}, "required": [prop]}
+            if isinstance(dep, list) and keyword != "dependentSchemas":
+                if not all(isinstance(d, str) for d in dep):
+                    return None
+                out.extend({**has, "properties": {d: False}} for d in dict.fromkeys(dep) if d != prop)
+            elif isinstance(dep, (dict, bool)) and keyword != "dependentRequired":
+                negated = self._nested(place, self.child(place, keyword, prop), depth)
+                if negated is None:
+                    return None
+                out.append({**has, ALL: [negated]})
+            else:
+                return None
+        return out
 
     # --- merging one branch -------------------------------------------------------------------
 
@@ -816,6 +1006,7 @@ class _Compiler:
         out = Facets(dialect=facets[0].dialect if facets else DRAFT2020, pointer=facets[0].pointer if facets else "")
         for place in facets:
             schema = place.schema
+            out.narrowed |= id(schema) in self._narrowed
             if place.dialect in LEGACY and "$ref" in schema:
                 continue
             validators = VALIDATORS[place.dialect]
@@ -860,16 +1051,20 @@ class _Compiler:
             out.kinds &= self.kinds_of(value, place)
         elif keyword in ("enum", "const"):
             values = [value] if keyword == "const" else value
-            if not isinstance(values, list) or not all(_is_json_value(v) for v in values):
+            if not isinstance(values, list) or not all(_is_json_value(v, keyword, pointer) for v in values):
                 raise CompileError(f"{keyword} must hold JSON values", keyword=keyword, pointer=pointer)
             if out.values is None:
                 out.values = list(values)
             else:
-                out.values = [v for v in out.values if any(json_equal(v, w) for w in values)]
+                listed = {json_key(w) for w in values}
+                out.values = [v for v in out.values if json_key(v) in listed]
         elif keyword in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
             n = _count(value, keyword, pointer)
             if n > MAX_REPEAT and keyword.startswith("max"):
-                return  # no value this long will be written: the bound can't bind
+                # Narrowed to the longest the grammar counts: it accepts fewer values than
+                # the schema (none that long will be written), never more.
+                n = MAX_REPEAT
+                out.narrowed = True
             if n > MAX_REPEAT:
                 raise LimitError(f"{keyword} {n} is above the supported {MAX_REPEAT}", keyword=keyword, pointer=pointer)
             attr = {"minLength": "min_len", "maxLength": "max_len", "minItems": "min_items",
@@ -915,6 +1110,7 @@ class _Compiler:
                 if isinstance(value, float) and value > 0 and value.is_integer() and value < 2**53:
                     value = int(value)
                     # A float divisor divides in floats: keep integers exactly representable.
+                    out.narrowed = True
                     out.lo = tighter_lower(out.lo, Bound.of(-(2**53), False, pointer, keyword))
                     out.hi = tighter_upper(out.hi, Bound.of(2**53, False, pointer, keyword))
                 else:
@@ -1039,10 +1235,62 @@ class _Compiler:
         if "string" in f.kinds:
             parts.append(self.lower_string(f))
         if "array" in f.kinds:
-            parts.append(self.lower_array(f))
+            parts.extend(self.lower_array(g) for g in self.excluding_containers(f, "array"))
         if "object" in f.kinds:
-            parts.append(self.lower_object(f))
+            parts.extend(self.lower_object(g) for g in self.excluding_containers(f, "object"))
         return alt(*parts)
+
+    # excluded arrays and objects --------------------------------------------------------------
+
+    def excluding_containers(self, f: Facets, kind: str) -> list[Facets]:
+        """`f`'s values of `kind` ("array" or "object") less its excluded values of that kind,
+        as facets with no such exclusion left: each excluded value splits every piece that may
+        hold it into the pieces that differ from it in length, in a key, or at one position."""
+        excluded = [v for v in f.not_values if _kind_of(v) == kind]
+        pieces = [replace(f, not_values=[v for v in f.not_values if _kind_of(v) != kind])]
+        for value in excluded:
+            split: list[Facets] = []
+            for piece in pieces:
+                if self.value_ok(value, piece, 0) is False:
+                    split.append(piece)
+                elif kind == "array":
+                    split.extend(self.arrays_unlike(piece, value))
+                else:
+                    split.extend(self.objects_unlike(piece, value))
+                if len(split) > MAX_ALTERNATIVES:
+                    raise LimitError(
+                        f"excluding {kind}s splits into more than {MAX_ALTERNATIVES} alternatives",
+                        keyword="not", pointer=f.pointer,
+                    )
+            pieces = split
+        return pieces
+
+    def arrays_unlike(self, f: Facets, value: list) -> list[Facets]:
+        """The arrays of `f` that differ from `value`: shorter, longer, or of its length with
+        some item not equal to its item there."""
+        n = len(value)
+        anything = self.fabricate_at(f.pointer, {})
+        out = [replace(f, min_items=max(f.min_items, n + 1))]
+        if n > 0:
+            out.append(replace(f, max_items=n - 1 if f.max_items is None else min(f.max_items, n - 1)))
+        exact = dict(min_items=max(f.min_items, n), max_items=n if f.max_items is None else min(f.max_items, n))
+        for i, item in enumerate(value):
+            differs = self.fabricate_at(f.pointer, {NOT_VALUES: [item]})
+            out.append(replace(f, arrays=f.arrays + [_ArrayFacet([anything] * i + [differs], None)], **exact))
+        return [g for g in out if g.max_items is None or g.min_items <= g.max_items]
+
+    def objects_unlike(self, f: Facets, value: dict) -> list[Facets]:
+        """The objects of `f` that differ from `value`: one of its keys missing, all of them and
+        one more, or one of its keys with another value."""
+        out = [replace(f, required=_added(f.required, value), min_props=max(f.min_props, len(value) + 1))]
+        for key, item in value.items():
+            if key not in f.required:
+                absent = _ObjectFacet({key: self.fabricate_at(f.pointer, False)}, [], None, f.pointer)
+                out.append(replace(f, objects=f.objects + [absent]))
+            differs = self.fabricate_at(f.pointer, {NOT_VALUES: [item]})
+            out.append(replace(f, required=_added(f.required, [key]),
+                               objects=f.objects + [_ObjectFacet({key: differs}, [], None, f.pointer)]))
+        return [g for g in out if g.max_props is None or g.min_props <= g.max_props]
 
     # values ---------------------------------------------------------------------------------
 
@@ -1055,23 +1303,28 @@ class _Compiler:
         return alt(*texts)
 
     def value_text(self, value) -> Node:
-        """The JSON texts of one value: compact, objects of up to 4 keys in any key order."""
+        """The JSON text of one value: compact, object keys in the value's own order (one
+        spelling per value keeps the text linear in the value's size; the grammar may accept
+        fewer spellings than the validator, never more)."""
         ws = self.ws
         if isinstance(value, dict):
-            keys = list(value)
-            orders = permutations(keys) if len(keys) <= 4 else [keys]
-            options = []
-            for order in orders:
-                members = [seq(quoted(k), ws, lit(":"), ws, self.value_text(value[k])) for k in order]
-                options.append(seq(lit("{"), ws, _joined(members, seq(ws, lit(","), ws)), ws, lit("}")))
-            return alt(*options)
+            members = [seq(quoted(k), ws, lit(":"), ws, self.value_text(v)) for k, v in value.items()]
+            return seq(lit("{"), ws, _joined(members, seq(ws, lit(","), ws)), ws, lit("}"))
         if isinstance(value, list):
             items = [self.value_text(v) for v in value]
             return seq(lit("["), ws, _joined(items, seq(ws, lit(","), ws)), ws, lit("]"))
-        return lit(json.dumps(value, ensure_ascii=False))
+        if isinstance(value, str):
+            return quoted(value)
+        return lit(json.dumps(value))
 
     def value_ok(self, value, f: Facets, depth: int) -> bool | None:
-        """Whether the validator accepts `value` under `f`: True, False, or None where unsure."""
+        """Whether the validator accepts `value` under `f`: True, False, or None where unsure
+        (a narrowed `f` may leave out a value the validator accepts)."""
+        verdict = self._value_verdict(value, f, depth)
+        return None if verdict is False and f.narrowed else verdict
+
+    def _value_verdict(self, value, f: Facets, depth: int) -> bool | None:
+        """Whether `f`'s values hold `value`: True, False, or None where unsure."""
         if depth > 20:
             return None
         kind = _kind_of(value)
@@ -1081,9 +1334,9 @@ class _Compiler:
             kind_ok = kind in f.kinds
         if not kind_ok:
             return False
-        if f.values is not None and not any(json_equal(value, v) for v in f.values):
+        if f.values is not None and not self.among(value, f.values):
             return False
-        if any(json_equal(value, v) for v in f.not_values):
+        if f.not_values and self.among(value, f.not_values):
             return False
         if kind == "string":
             if len(value) < f.min_len or (f.max_len is not None and len(value) > f.max_len):
@@ -1104,7 +1357,7 @@ class _Compiler:
         if kind == "array":
             if len(value) < f.min_items or (f.max_items is not None and len(value) > f.max_items):
                 return False
-            if f.unique is not None and any(json_equal(a, b) for i, a in enumerate(value) for b in value[i + 1 :]):
+            if f.unique is not None and len({json_key(item) for item in value}) < len(value):
                 return False
             verdicts = [self.conj_ok(item, self.item_conj(f, i), depth) for i, item in enumerate(value)]
         elif kind == "object":
@@ -1121,7 +1374,17 @@ class _Compiler:
                 verdicts.append(self.conj_ok(item, [p for o in f.objects for p in o.schemas_for(key)], depth))
         return _all(verdicts)
 
+    def among(self, value, values: list) -> bool:
+        """Whether `value` equals one of `values` as `enum` compares: a set lookup, the set of
+        keys found once per list (and again if the list grew)."""
+        entry = self._listed.get(id(values))
+        if entry is None or entry[0] is not values or entry[1] != len(values):
+            entry = self._listed[id(values)] = (values, len(values), {json_key(v) for v in values})
+        return json_key(value) in entry[2]
+
     def conj_ok(self, value, conj: list[Place], depth: int) -> bool | None:
+        if not conj:
+            return True  # no constraint: every JSON value
         if any(p.schema is False for p in conj):
             return False
         try:
@@ -1139,7 +1402,7 @@ class _Compiler:
             return False  # the answer depends on itself: not provably disjoint
 
     def disjoint(self, a: Facets, b: Facets, depth: int) -> bool:
-        if depth > 4:
+        if depth > 4 or a.narrowed or b.narrowed:
             return False
         if a.values is not None or b.values is not None:
             listed, other = (a, b) if a.values is not None else (b, a)
@@ -1365,6 +1628,10 @@ class _Compiler:
             items = seq(sep if i > 0 else EMPTY, positions[i], items)
             if i >= lo:
                 items = opt(items)
+            if i and i % _POSITIONS_PER_RULE == 0:
+                # Each optional position nests the rest: a rule now and then keeps every node
+                # shallow (what walks nodes recurses once per level).
+                items = self.rule(self.name("items"), items)
         return seq(lit("["), ws, items, ws, lit("]"))
 
     # objects --------------------------------------------------------------------------------
@@ -1610,6 +1877,20 @@ def _number_spellings(value) -> list:
     elif isinstance(value, int) and abs(value) < 2**53:
         out.append(float(value))
     return out
+
+
+def _accepts_anything(keyword: str, value) -> bool:
+    """Whether a keyword's subschemas accept everything, so that it constrains nothing."""
+    if keyword in ("items", "additionalItems", "additionalProperties", "propertyNames", "unevaluatedItems",
+                   "unevaluatedProperties"):
+        return value is True or value == {}
+    if keyword in ("patternProperties", "dependentSchemas"):
+        return isinstance(value, dict) and all(v is True or v == {} for v in value.values())
+    return False
+
+
+def _added(names: list[str], more) -> list[str]:
+    return names + [n for n in more if n not in names]
 
 
 def _joined(items: list[Node], sep: Node) -> Node:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._bitmask import bitmask_row
 from ._compile import CompiledGrammar, StateMask, packed_words, word_pairs
 from ._errors import MatcherError
 
@@ -166,8 +167,10 @@ class Matcher:
         return TokenMask(self._state_mask(), self.compiled.vocab_size)
 
     def fill_next_token_bitmask(self, bitmask: np.ndarray, index: int = 0) -> None:
-        """Write the allowed-next bitmask into row `index` of `bitmask` (packed int32 layout)."""
-        self._state_mask().write(bitmask if bitmask.ndim == 1 else bitmask[index])
+        """Write the allowed-next bitmask into row `index` of `bitmask` (packed int32 layout:
+        a one-row array, or a batch of rows); a ValueError if it is not such a row."""
+        row = bitmask_row(bitmask, index, self.compiled.vocab_size)
+        self._state_mask().write(row)
 
     # -- completion ------------------------------------------------------------------------
 
