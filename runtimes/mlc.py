@@ -1,4 +1,4 @@
-"""MLC-LLM on CUDA: a compiled model library driven step by step through TVM's relax VM.
+"""MLC-LLM on CUDA (or the CPU): a compiled model library driven step by step through TVM's relax VM.
 
 The model folder (weights, `mlc-chat-config.json`, `tokenizer.json`) and the model library
 (`.so`) are what `mlc_llm convert_weight` / `mlc_llm compile` produce. Decoding follows MLC-LLM's
@@ -6,7 +6,8 @@ own Python path (`mlc_llm/testing/debug_chat.py`): `embed` the token ids, `prefi
 in chunks into a paged KV cache (`create_flashinfer_paged_kv_cache` or
 `create_tir_paged_kv_cache`, with the `vm.builtin.kv_state_*` builtins), then `decode` one token
 at a time. The grammar's packed int32 bitmask is applied where the logits are, by the library's
-own `apply_bitmask_inplace` kernel (the layout MLC-LLM's engine uses), or the logits are copied
+own `apply_bitmask_inplace` kernel (the layout MLC-LLM's engine uses; a compiled kernel in the
+library's imported module, looked up as MLC-LLM's engine does), or the logits are copied
 to the host and masked sparsely there.
 
 Only this module touches TVM, through `MLCLibrary`: the few calls it makes, nothing more.
@@ -39,6 +40,7 @@ INSTALL_HINT = (
     "(choose the cuXYZ matching your CUDA; see https://llm.mlc.ai/docs/install/mlc_llm.html)"
 )
 PAGE_SIZE = 16
+BITMASK_KERNEL = "apply_bitmask_inplace"
 
 
 @dataclass
@@ -75,10 +77,12 @@ def load_mlc_library() -> MLCLibrary:
 
 
 class MLC(LocalRuntime):
-    """A model compiled by MLC-LLM, run on `device` ("cuda", "cuda:1", ...).
+    """A model compiled by MLC-LLM, run on `device` ("cuda", "cuda:1", "cpu", ...).
 
     `mask_on_device`: apply the grammar's bitmask with the library's `apply_bitmask_inplace`
-    (default when the library has it), else mask on the host. `vocabulary` overrides the one
+    (default when the library has it), else mask on the host. Masking falls back to the host
+    only visibly: `host_masking_reason` says why (None while masks are applied on the device)
+    and a warning on the "runtimes" logger says it at load. `vocabulary` overrides the one
     read from the folder's `tokenizer.json`; `chat_template` the one in `tokenizer_config.json`.
     `seed` seeds the sampling of calls that pass no seed of their own.
     """
@@ -132,14 +136,20 @@ class MLC(LocalRuntime):
             raise RuntimeFailure(
                 f"{self.name}: the vocabulary has {self.vocabulary.size} ids, the model {self.logits_width} logits"
             )
-        has_kernel = self._module.implements_function("apply_bitmask_inplace")
-        if mask_on_device and not has_kernel:
-            raise RuntimeFailure(f"{self.name}: {model_lib} has no apply_bitmask_inplace kernel to mask on device")
-        self.mask_on_device = has_kernel if mask_on_device is None else mask_on_device
-        if mask_on_device is None and not has_kernel:
-            logger.info("%s: %s has no apply_bitmask_inplace kernel; masking on the host", self.name, model_lib)
+        kernel = _imported_function(self._module, BITMASK_KERNEL)
+        if mask_on_device and kernel is None:
+            raise RuntimeFailure(f"{self.name}: {model_lib} has no {BITMASK_KERNEL} kernel to mask on device")
+        self.mask_on_device = kernel is not None if mask_on_device is None else mask_on_device
+        self.host_masking_reason: str | None = None
+        if mask_on_device is False:
+            self.host_masking_reason = "mask_on_device=False was asked for"
+        elif kernel is None:
+            self.host_masking_reason = (
+                f"{model_lib} has no {BITMASK_KERNEL} kernel (looked up in the library and its imported modules)"
+            )
+            logger.warning("%s: masking on the host, not on %s: %s", self.name, device, self.host_masking_reason)
         if self.mask_on_device:
-            self._apply_bitmask = self._module["apply_bitmask_inplace"]
+            self._apply_bitmask = kernel
             self._bitmask = allocate_token_bitmask(1, self.logits_width)
             self._bitmask_device = lib.tensor(self._bitmask, self._device)
             self._seq_ids = lib.tensor(np.zeros(1, dtype=np.int32), self._device)
@@ -238,6 +248,18 @@ class MLC(LocalRuntime):
     def _release(self) -> None:
         self._kv = None
         self._params = []
+
+
+def _imported_function(module: Any, name: str) -> Any:
+    """`name` from `module` or the modules it imports, or None.
+
+    A model library's compiled kernels (`apply_bitmask_inplace`) live in the VM module's
+    imported code module, not among the VM's own functions, so a plain lookup misses them.
+    """
+    try:
+        return module.get_function(name, query_imports=True)
+    except AttributeError:
+        return None
 
 
 def _read_json(path: Path) -> dict[str, Any]:

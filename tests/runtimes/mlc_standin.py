@@ -1,17 +1,22 @@
-"""A stand-in for the TVM / MLC-LLM entry points `runtimes.mlc` calls, with the same call shapes.
+"""A stand-in for a compiled MLC-LLM model library, for what the real one cannot show here.
 
-It checks what a real library would require (argument kinds and shapes, KV-cache protocol:
-a sequence added before a forward, begin_forward before each step, end_forward after) and
-runs a toy language model: logits are a seeded function of the whole token history held in
-the paged KV cache, so a wrong cache protocol changes the answers. `apply_bitmask_inplace`
-has the kernel's meaning: bit i of word j of row r keeps logit 32·j+i of row r, else the
-float32 minimum.
+The real library (SmolLM2 compiled for the CPU by `scripts/build_mlc.sh`, tested in
+test_mlc_real.py) shows loading, decoding, the KV cache and the bitmask kernel for real. This
+stand-in remains for two libraries this machine cannot build:
+
+- one without the `apply_bitmask_inplace` kernel (every library MLC-LLM's compiler makes has
+  one), whose masks must fall back to the host visibly;
+- a CUDA build, whose KV cache comes from `create_flashinfer_paged_kv_cache` (compiled in only
+  for CUDA) and must be preferred over the TIR one.
+
+It answers what `MLC.__init__` asks, laid out as in a real library: the VM's own functions on the
+VM module, the compiled kernel in the module it imports (found only when imports are queried).
+It does not decode: decoding is tested on the real library.
 """
 
 from __future__ import annotations
 
 import json
-import zlib
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -30,196 +35,88 @@ class Shape(tuple):
         return super().__new__(cls, values)
 
 
-class Device:
-    def __init__(self, name: str):
-        self.name = name
-
-
-class Tensor:
-    """tvm.runtime.Tensor: device memory, read with .numpy(), written with .copyfrom()."""
-
-    def __init__(self, array: np.ndarray, device: Device):
-        self.array = array
-        self.device = device
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.array.shape
-
-    @property
-    def dtype(self) -> str:
-        return str(self.array.dtype)
-
-    def numpy(self) -> np.ndarray:
-        return self.array.copy()
-
-    def copyfrom(self, source: np.ndarray) -> "Tensor":
-        assert source.shape == self.array.shape and source.dtype == self.array.dtype
-        self.array[...] = source
-        return self
-
-
-def tensor(array: np.ndarray, device: Device) -> Tensor:
-    return Tensor(np.array(array), device)
-
-
-class KVCache:
-    def __init__(self, *shapes: Shape):
-        assert all(isinstance(s, Shape) for s in shapes)
-        self.shapes = shapes
-        self.sequences: dict[int, list[int]] = {}
-        self.pending: tuple[int, int] | None = None
-        self.log: list[tuple] = [("create", *shapes)]
+def tensor(array: np.ndarray, device: str) -> np.ndarray:
+    return np.array(array)
 
 
 class Module:
-    """The relax VM module of a compiled model library."""
+    """tvm.runtime.Module: its own functions, and those of the modules it imports."""
 
-    def __init__(self, config: dict[str, Any], with_bitmask_kernel: bool, calls: list[tuple]):
-        self.vocab_size = config["vocab_size"]
-        self.chunk = config["prefill_chunk_size"]
-        self.calls = calls
-        self.functions = {
-            "embed": self.embed, "prefill": self.prefill, "decode": self.decode,
-            "create_tir_paged_kv_cache": KVCache,
-        }
-        if with_bitmask_kernel:
-            self.functions["apply_bitmask_inplace"] = self.apply_bitmask_inplace
+    def __init__(self, functions: dict[str, Any], imports: list["Module"] = ()):
+        self.functions = functions
+        self.imports = list(imports)
 
-    def implements_function(self, name: str) -> bool:
-        return name in self.functions
+    def implements_function(self, name: str, query_imports: bool = False) -> bool:
+        imported = query_imports and any(m.implements_function(name, True) for m in self.imports)
+        return name in self.functions or imported
+
+    def get_function(self, name: str, query_imports: bool = False):
+        if name in self.functions:
+            return self.functions[name]
+        for imported in self.imports if query_imports else ():
+            if imported.implements_function(name, True):
+                return imported.get_function(name, True)
+        raise AttributeError(f"Module has no function '{name}'")
 
     def __getitem__(self, name: str):
-        if name not in self.functions:
-            raise AttributeError(f"module has no function {name}")
-        return self.functions[name]
-
-    def embed(self, tokens: Tensor, params: list) -> Tensor:
-        assert tokens.array.dtype == np.int32 and tokens.array.ndim == 1 and params
-        self.calls.append(("embed", tokens.array.tolist()))
-        return Tensor(tokens.array.astype(np.float32)[:, None], tokens.device)  # hidden size 1: the id
-
-    def _forward(self, kind: str, embedded: Tensor, kv: KVCache, params: list) -> tuple[Tensor, KVCache]:
-        assert embedded.shape[0] == 1 and embedded.shape[2] == 1, embedded.shape
-        n = embedded.shape[1]
-        assert kv.pending == (0, n), f"begin_forward(seq 0, {n}) must come first, got {kv.pending}"
-        if kind == "prefill":
-            assert n <= self.chunk, "prefill chunk longer than prefill_chunk_size"
-        else:
-            assert n == 1
-        history = kv.sequences[0]
-        history.extend(int(v) for v in embedded.array.reshape(-1))
-        self.calls.append((kind, n))
-        seed = zlib.crc32(np.asarray(history, np.int64).tobytes())
-        logits = np.random.default_rng(seed).standard_normal(self.vocab_size).astype(np.float32) * 4
-        return Tensor(logits.reshape(1, 1, -1), embedded.device), kv
-
-    def prefill(self, embedded, kv, params):
-        return self._forward("prefill", embedded, kv, params)
-
-    def decode(self, embedded, kv, params):
-        return self._forward("decode", embedded, kv, params)
-
-    def apply_bitmask_inplace(self, logits: Tensor, seq_ids: Tensor, bitmask: Tensor) -> None:
-        assert logits.array.ndim == 2 and logits.array.dtype == np.float32
-        assert seq_ids.array.dtype == np.int32 and bitmask.array.dtype == np.int32
-        assert bitmask.shape == (logits.shape[0], (logits.shape[1] + 31) // 32)
-        self.calls.append(("apply_bitmask_inplace", bitmask.numpy()))
-        for s in seq_ids.array.tolist():
-            ids = np.arange(logits.shape[1])
-            keep = (bitmask.array[s, ids // 32] >> (ids % 32)) & 1 == 1
-            logits.array[s, ~keep] = np.finfo(np.float32).min
+        return self.get_function(name)
 
 
-def builtins(calls: list[tuple]) -> dict[str, Any]:
-    def add_sequence(kv: KVCache, seq: int):
-        assert seq not in kv.sequences, "sequence added twice"
-        kv.sequences[seq] = []
+def library(model_dir: Path, *, bitmask_kernel: bool = True, flashinfer: bool = False) -> tuple[MLCLibrary, list[str]]:
+    """The stand-in library for the model folder `model_dir`, and the names of the KV-cache
+    creators called."""
+    created: list[str] = []
+    creators = ["create_tir_paged_kv_cache"] + (["create_flashinfer_paged_kv_cache"] if flashinfer else [])
 
-    def clear(kv: KVCache):
-        kv.sequences.clear()
-        calls.append(("clear",))
+    def creator(name: str):
+        def create(*shapes: Shape) -> str:
+            assert len(shapes) == 5 and all(isinstance(s, Shape) for s in shapes)
+            created.append(name)
+            return name
 
-    def begin_forward(kv: KVCache, seqs: Shape, lengths: Shape):
-        assert isinstance(seqs, Shape) and isinstance(lengths, Shape)
-        assert kv.pending is None, "begin_forward twice without end_forward"
-        kv.pending = (seqs[0], lengths[0])
+        return create
 
-    def end_forward(kv: KVCache):
-        assert kv.pending is not None
-        kv.pending = None
+    def not_exercised(*args):
+        raise AssertionError("the stand-in does not decode: decoding is tested on the real library")
 
-    def reshape(t: Tensor, shape: Shape) -> Tensor:
-        assert isinstance(shape, Shape)
-        return Tensor(t.array.reshape(shape), t.device)  # a view, as the builtin is
-
-    return {"vm.builtin.kv_state_add_sequence": add_sequence, "vm.builtin.kv_state_clear": clear,
-            "vm.builtin.kv_state_begin_forward": begin_forward, "vm.builtin.kv_state_end_forward": end_forward,
-            "vm.builtin.reshape": reshape}
-
-
-def library(model_dir: Path, *, with_bitmask_kernel: bool = True) -> tuple[MLCLibrary, list[tuple]]:
-    """The stand-in library for the model folder `model_dir`, and the log of calls made."""
-    config = json.loads((model_dir / "mlc-chat-config.json").read_text())
-    calls: list[tuple] = []
-    module = Module(config, with_bitmask_kernel, calls)
-    metadata = {"params": [{"name": "w0"}, {"name": "w1"}], "prefill_chunk_size": 64,
-                "context_window_size": 512, "sliding_window_size": -1}
+    kernels = Module({"apply_bitmask_inplace": not_exercised} if bitmask_kernel else {})
+    vm = Module({"embed": not_exercised, "prefill": not_exercised, "decode": not_exercised}
+                | {name: creator(name) for name in creators}, imports=[kernels])
+    metadata = {"params": [{"name": "w0"}], "prefill_chunk_size": 64, "context_window_size": 512,
+                "sliding_window_size": -1}
 
     class VirtualMachine:
-        def __init__(self, executable, device: Device):
+        def __init__(self, executable, device: str):
             assert executable == ("executable", str(model_dir / "model.so"))
-            self.module = module
+            self.module = vm
 
         def __getitem__(self, name):
             assert name == "_metadata"
             return lambda: json.dumps(metadata)
 
-    def load_tensor_cache(path: str, device: Device):
-        assert Path(path) == model_dir
-        return {"w0": Tensor(np.ones(2), device), "w1": Tensor(np.ones(3), device)}, {"ParamSize": 2}
-
-    found = builtins(calls)
     tvm = SimpleNamespace(
-        runtime=SimpleNamespace(device=Device, load_module=lambda path: ("executable", path)),
+        runtime=SimpleNamespace(device=str, load_module=lambda path: ("executable", path)),
         relax=SimpleNamespace(VirtualMachine=VirtualMachine),
-        get_global_func=lambda name: found[name],
-        contrib=SimpleNamespace(tvmjs=SimpleNamespace(load_tensor_cache=load_tensor_cache)),
+        get_global_func=lambda name: not_exercised,
+        contrib=SimpleNamespace(tvmjs=SimpleNamespace(
+            load_tensor_cache=lambda path, device: ({"w0": np.ones(2)}, {"ParamSize": 1}))),
     )
-    return MLCLibrary(tvm=tvm, shape=Shape, tensor=tensor, tokenizer=ByteTokenizer), calls
+    return MLCLibrary(tvm=tvm, shape=Shape, tensor=tensor, tokenizer=lambda path: None), created
 
 
-class ByteTokenizer:
-    """mlc_llm.tokenizers.Tokenizer over the stand-in folder's byte-level vocabulary."""
-
-    def __init__(self, path: str):
-        self.ids = {b: i for i, b in enumerate(BYTES)}
-
-    def encode(self, text: str) -> list[int]:
-        return [self.ids[b] for b in text.encode("utf-8")]
-
-
-BYTES = list(range(256))
 EOS = 260
 VOCAB_SIZE = 320  # logits wider than the tokenizer: padding ids
 
 
 def write_model_folder(path: Path) -> Path:
-    """An MLC model folder: chat config, byte-level tokenizer.json, tokenizer_config.json."""
+    """An MLC model folder: chat config and a byte-level tokenizer.json."""
     from runtimes._hf_vocab import _BYTE_LEVEL
 
-    to_char = {b: c for c, b in _BYTE_LEVEL.items()}
-    vocab = {to_char[b]: b for b in BYTES}
-    vocab.update({"Ġ\"": 256, "\":": 257, "ĠĠ": 258, "true": 259})
-    spec = {"model": {"type": "BPE", "vocab": vocab},
+    spec = {"model": {"type": "BPE", "vocab": dict(_BYTE_LEVEL)},
             "added_tokens": [{"id": EOS, "content": "<|end|>", "special": True}],
             "pre_tokenizer": {"type": "ByteLevel"}, "decoder": {"type": "ByteLevel"}}
     (path / "tokenizer.json").write_text(json.dumps(spec))
-    (path / "tokenizer_config.json").write_text(json.dumps({
-        "chat_template": "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
-                         "{% if add_generation_prompt %}<|assistant|>{% endif %}",
-        "eos_token": {"content": "<|end|>"}}))
     (path / "mlc-chat-config.json").write_text(json.dumps({
         "vocab_size": VOCAB_SIZE, "context_window_size": 1024, "sliding_window_size": -1,
-        "prefill_chunk_size": 8, "eos_token_id": EOS, "conv_template": {"stop_token_ids": [EOS]}}))
+        "prefill_chunk_size": 8, "eos_token_id": EOS}))
     return path
