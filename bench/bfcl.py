@@ -1,14 +1,15 @@
-"""BFCL evaluation: the default model, unconstrained and constrained to tool calls, on the same
+"""BFCL evaluation: a model (the default one, or `--model`), unconstrained and constrained to tool calls, on the same
 prompts, scored with BFCL's AST rules.
 
     python -m bench.bfcl                       # simple_python, multiple, parallel, every item
     python -m bench.bfcl --limit 20            # the first 20 items of each category
     python -m bench.bfcl --categories parallel --json out.json
+    python -m bench.bfcl --model qwen2.5-coder-0.5b --categories simple_python --limit 30
 
 Data: `$AGENTKIT_CORPUS/bfcl` (default `../shared/corpus/bfcl`), BFCL v4 (Apache-2.0).
 Both runs show the model the same messages and tool list (the runtime's own tool rendering);
-the unconstrained answer is parsed as best it can be (JSON calls, `<tool_call>` tags, code
-fences, Python call syntax); the constrained one is held by `grammar.tool_calls` with calls
+the unconstrained answer is read in every form models write calls (`bench.free_calls`), so a
+free failure is the model's, not the parser's; the constrained one is held by `grammar.tool_calls` with calls
 forced and `max_calls` from the category. Scoring follows BFCL's documented AST checker: the
 function name matches; every required parameter is present and no unknown one; each value
 equals one of the `possible_answer` values (an int is accepted where a float is expected;
@@ -20,7 +21,6 @@ categories the calls match the expected calls in any order.
 from __future__ import annotations
 
 import argparse
-import ast
 import asyncio
 import json
 import os
@@ -33,7 +33,9 @@ from typing import Any
 
 import grammar
 from agentkit import Tool, ToolArgumentsError, ToolDefinitionError
+from bench import models
 from bench._progress import progress
+from bench.free_calls import parse_free_calls
 
 CATEGORIES = ("simple_python", "multiple", "parallel")
 MAX_CALLS = {"simple_python": 1, "multiple": 1, "parallel": 8}
@@ -99,69 +101,9 @@ def _not_called(arguments: dict[str, Any]) -> None:
 # --- reading answers ------------------------------------------------------------------------
 
 
-def parse_unconstrained(text: str) -> list[dict[str, Any]]:
-    """Calls found in free model text, as best they can be: a JSON call or list of calls
-    (bare, in `<tool_call>` tags or a code fence; `arguments` or `parameters`), else Python
-    call syntax (`f(a=1)` or `[f(a=1), g(b=2)]`). Empty when nothing parses."""
-    body = re.sub(r"```[a-zA-Z]*", "", text).replace("<tool_call>", "\n").replace("</tool_call>", "\n")
-    calls = _json_calls(body)
-    return calls if calls else _python_calls(body)
-
-
-def _json_calls(text: str) -> list[dict[str, Any]]:
-    decoder = json.JSONDecoder()
-    calls: list[dict[str, Any]] = []
-    pos = 0
-    while pos < len(text):
-        starts = [i for i in (text.find("{", pos), text.find("[", pos)) if i >= 0]
-        if not starts:
-            break
-        start = min(starts)
-        try:
-            value, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            pos = start + 1
-            continue
-        found = [_as_call(v) for v in (value if isinstance(value, list) else [value])]
-        calls += [c for c in found if c is not None]
-        pos = end
-    return calls
-
-
-def _as_call(value: Any) -> dict[str, Any] | None:
-    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-        return None
-    arguments = value.get("arguments", value.get("parameters", {}))
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            return None
-    return {"name": value["name"], "arguments": arguments}
-
-
-def _python_calls(text: str) -> list[dict[str, Any]]:
-    for candidate in (text.strip(), *re.findall(r"\[[^\n]*\]|[\w.]+\([^\n]*\)", text)):
-        try:
-            tree = ast.parse(candidate, mode="eval").body
-        except SyntaxError:
-            continue
-        nodes = tree.elts if isinstance(tree, (ast.List, ast.Tuple)) else [tree]
-        calls = [c for c in (_python_call(n) for n in nodes) if c is not None]
-        if calls:
-            return calls
-    return []
-
-
-def _python_call(node: ast.AST) -> dict[str, Any] | None:
-    if not isinstance(node, ast.Call) or node.args:
-        return None
-    try:
-        name = ast.unparse(node.func)
-        arguments = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
-    except (ValueError, SyntaxError, TypeError):
-        return None
-    return {"name": name, "arguments": arguments}
+def free_calls(text: str, tools: dict[str, Tool]) -> list[dict[str, Any]]:
+    """The calls in a free answer, read in any form a model writes them (`bench.free_calls`)."""
+    return parse_free_calls(text, {name: list(t.schema.get("properties", {})) for name, t in tools.items()})
 
 
 def structurally_valid(calls: list[dict[str, Any]], tools: dict[str, Tool]) -> bool:
@@ -281,6 +223,7 @@ class Outcome:
     valid: bool
     correct: bool
     text: str
+    calls: list[dict[str, Any]]
     error: str | None = None
 
 
@@ -321,15 +264,15 @@ async def run_item(item: Item, runtime: Any, category: str, max_tokens: int) -> 
     """Both runs of one item. A run that fails (runtime or grammar error) counts as invalid,
     and its error is kept."""
     tools_json = [t.to_openai() for t in item.tools.values()]
-    free, free_calls, free_error = "", [], None
+    free, free_found, free_error = "", [], None
     try:
         free = (await runtime.generate(item.messages, tools=tools_json, max_tokens=max_tokens)).text
-        free_calls = parse_unconstrained(free)
+        free_found = free_calls(free, item.tools)
     except Exception as exc:  # any failure of the stack is a failed answer, reported as such
         free_error = f"{type(exc).__name__}: {exc}"
     unconstrained = Outcome(
-        item.id, structurally_valid(free_calls, item.tools), ast_correct(free_calls, item.ground_truth, item.tools),
-        free, free_error,
+        item.id, structurally_valid(free_found, item.tools), ast_correct(free_found, item.ground_truth, item.tools),
+        free, free_found, free_error,
     )
     held, held_calls, held_error = "", [], None
     try:
@@ -345,7 +288,7 @@ async def run_item(item: Item, runtime: Any, category: str, max_tokens: int) -> 
         held_error = f"{type(exc).__name__}: {exc}"
     constrained = Outcome(
         item.id, structurally_valid(held_calls, item.tools), ast_correct(held_calls, item.ground_truth, item.tools),
-        held, held_error,
+        held, held_calls, held_error,
     )
     return unconstrained, constrained
 
@@ -410,13 +353,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=256, help="token budget per answer")
     parser.add_argument("--json", type=Path, help="write every answer and verdict here")
     parser.add_argument("--verbose", action="store_true", help="print each item's verdicts")
+    models.add_model_option(parser)
     args = parser.parse_args(argv)
     if not corpus_bfcl().is_dir():
         print(f"BFCL data not found at {corpus_bfcl()}: set AGENTKIT_CORPUS", file=sys.stderr)
         return 2
-    import runtimes
-
-    runtime = runtimes.default()
+    runtime = models.runtime(args.model)
     print(f"model: {runtime.name}  envelope: {runtime.tool_call_envelope}  max_tokens: {args.max_tokens}")
     scores = asyncio.run(evaluate(args.categories, args.limit, args.max_tokens, runtime, args.verbose))
     print(report(scores))

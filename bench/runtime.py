@@ -1,6 +1,6 @@
 """What constrained decoding costs inside the decode loop, with the default model on the CPU.
 
-    python -m bench.runtime [--rounds 5] [--schema NAME ...] [--peer-tokens 48]
+    python -m bench.runtime [--rounds 5] [--schema NAME ...] [--peer-tokens 48] [--model NAME|PATH]
 
 1. Mask cost vs model step. A greedy constrained generation gives a token sequence; then, in
    interleaved rounds, the same tokens are fed through two loops: unconstrained (model step +
@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import grammar
 import runtimes
+from bench import models
 from bench._progress import progress
 from runtimes._sampling import Sampler
 
@@ -179,9 +180,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (at least 5)")
     parser.add_argument("--schema", action="append", choices=sorted(SCHEMAS), help="schemas to run (default all)")
     parser.add_argument("--peer-tokens", type=int, default=48, help="max_tokens of the llama.cpp sampler runs")
+    models.add_model_option(parser)
     args = parser.parse_args()
     rounds = max(args.rounds, 5)
-    rt = runtimes.default()
+    rt = models.runtime(args.model)
     names = args.schema or list(SCHEMAS)
     print(f"model: {rt.model_path.name}, vocabulary {rt.vocabulary.size} ids, {rounds} interleaved rounds\n")
     print("1. mask cost inside the decode loop (same token ids fed to both loops)")

@@ -14,8 +14,8 @@ from bench.bfcl import (
     CATEGORIES,
     ast_correct,
     build_tools,
+    free_calls,
     load,
-    parse_unconstrained,
     standardize,
     structurally_valid,
     to_json_schema,
@@ -103,19 +103,13 @@ def test_dialect_conversion() -> None:
     }
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        '{"name": "f", "arguments": {"a": 1}}',
-        '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>',
-        'Sure! ```json\n[{"name": "f", "parameters": {"a": 1}}]\n```',
-        "[f(a=1)]",
-        "The call is f(a=1)",
-        '{"name": "f", "arguments": "{\\"a\\": 1}"}',
-    ],
-)
-def test_unconstrained_answers_are_parsed_as_best_they_can_be(text: str) -> None:
-    assert parse_unconstrained(text) == [{"name": "f", "arguments": {"a": 1}}]
+def test_free_answers_are_read_with_the_tools_parameter_order() -> None:
+    [t] = build_tools([{"name": "f", "parameters": {"type": "dict", "properties": {
+        "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a"]}}])
+    assert free_calls("f(1, b=2)", {"f": t}) == [{"name": "f", "arguments": {"a": 1, "b": 2}}]
+    assert free_calls('<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>', {"f": t}) == [
+        {"name": "f", "arguments": {"a": 1}}
+    ]
 
 
 def test_structural_validity() -> None:
@@ -126,5 +120,5 @@ def test_structural_validity() -> None:
     assert not structurally_valid([{"name": "f", "arguments": {"a": "1"}}], tools)
     assert not structurally_valid([{"name": "g", "arguments": {}}], tools)
     assert not structurally_valid([], tools)
-    assert parse_unconstrained("I cannot help with that.") == []
+    assert free_calls("I cannot help with that.", tools) == []
     assert json.loads(json.dumps(t.to_openai()))["function"]["name"] == "f"
