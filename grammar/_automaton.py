@@ -34,12 +34,18 @@ MAX_CLOSURE = 20_000
 _SIZE_CHECK = 20_000  # NFA states after which a lower bound on the total is worked out once
 _SPELLED_REPEAT = 4_096  # states past which a counted repeat calls its item instead of copying it
 _SPELLED_COPIES = 64  # ... or copies past which it does (the counts far from its bounds share masks)
+# ... or, for an item that reads one character (a small finite language, as a string's character
+# is), copies past which it does: each count's mask then comes from one profile of the tokens
+# (see `_compile`), not a walk of the vocabulary per count.
+_CHARACTER_COPIES = 8
+_CHARACTER_NODES = 64  # nodes past which an item is not taken for one character
 _FEW_CELLS = 4  # successors of one state a vectorised walk computes one by one, not as a row
-# Rules inlined within one another past which the next is called instead: emitting and sizing
-# a fragment recurse per level, and a chain of rules each used once (the rest of an object of
-# hundreds of optional members, each "rest" holding the next) nests as deep as it is long.
-# Calling a rule that does not recurse keeps the language.
-_INLINE_CHAIN = 40
+# Node levels that rules inlined within one another may nest to in all, past which the next
+# rule is called instead: emitting and sizing a fragment recurse per level, and a chain of rules
+# each used once (the rest of an object of hundreds of optional members, each "rest" holding the
+# next; a long string automaton's states) nests as deep as it is long. Calling a rule that does
+# not recurse keeps the language.
+_INLINE_DEPTH = 160
 
 
 # --- UTF-8 lowering --------------------------------------------------------------------------
@@ -177,16 +183,23 @@ class _NFA:
         # Return state of a call of a body -> (repeat, copies made on return, min, max): what
         # lets states that differ only in counts far from both bounds share a mask.
         self.counted: dict[int, tuple[int, int, int, int | None]] = {}
+        # Repeat number -> (its body's start, the state its copies end in): where a count's
+        # state goes on once the repeat is done (see `CompiledGrammar._counted_mask`).
+        self.count_sites: dict[int, tuple[int, int]] = {}
         self._sites = 0
         self._nullable: set[str] | None = None
+        self._depths: dict[str, int] = {}  # see `_depth_of`
         # The return state of a frame whose caller is unknown: a state seen only from inside a
         # rule (see `Automaton.frame_split`) pops to it where the rule ends.
         self.exit = self.new()
         self.root_start = self.new()
-        self.root_end = self._emit(rules.rules[rules.root], self.root_start, (rules.root,))
-        while self.pending:
-            node, start, inlining = self.pending.pop()
-            self.rule_end[self._emit(node, start, inlining)] = True
+        try:
+            self.root_end = self._emit(rules.rules[rules.root], self.root_start, (rules.root,))
+            while self.pending:
+                node, start, inlining = self.pending.pop()
+                self.rule_end[self._emit(node, start, inlining)] = True
+        except RecursionError:  # a single rule nested deeper than Python's stack goes
+            raise LimitError("grammar nests too deeply to build its automaton", keyword="depth") from None
         # A shared rule or a repeated body does not recurse, so its calls nest no deeper than
         # the rules do: they go past the stack-depth bound, which would otherwise change the
         # language.
@@ -213,7 +226,8 @@ class _NFA:
         total = 0
         while todo and total <= MAX_NFA_STATES:
             calls: list[str] = []
-            total += self._fewest(rules[todo.pop()], rules, called, sizes, calls, 1)
+            name = todo.pop()
+            total += self._fewest(rules[name], rules, called, sizes, calls, self._depth_of(name))
             for name in calls:
                 if name not in seen:
                     seen.add(name)
@@ -222,8 +236,8 @@ class _NFA:
 
     def _fewest(self, node: Node, rules: dict[str, Node], called: set[str], sizes: dict[int, int],
                 calls: list[str], chain: int) -> int:
-        """The fewest states `node` makes, `chain` rules deep in inlining; the called rules it
-        meets go into `calls`."""
+        """The fewest states `node` makes, inside inlined rules `chain` node levels deep in all
+        (see `_inlines`); the called rules it meets go into `calls`."""
         kind = type(node)
         if kind is Lit:
             return len(node.text)
@@ -244,11 +258,11 @@ class _NFA:
             )
         elif node.name not in rules:
             n = 1
-        elif node.name in called or chain > _INLINE_CHAIN:
+        elif node.name in called or not self._inlines(chain, node.name):
             n = 1
             calls.append(node.name)
         else:  # inlined where it is used (it does not recurse)
-            n = self._fewest(rules[node.name], rules, called, sizes, calls, chain + 1)
+            n = self._fewest(rules[node.name], rules, called, sizes, calls, chain + self._depth_of(node.name))
         n = min(n, MAX_NFA_STATES + 1)
         sizes[id(node)] = n
         return n
@@ -301,8 +315,9 @@ class _NFA:
         copies = node.max if node.max is not None else node.min
         if copies < 2:
             return None
-        size = self._fewest(node.item, self.rules.rules, self.recursive | self.shared, {}, [], len(inlining))
-        if not _calls_item(size, copies):
+        called = self.recursive | self.shared
+        size = self._fewest(node.item, self.rules.rules, called, {}, [], self._chain_depth(inlining))
+        if not _calls_item(size, copies, node.item):
             return None
         start = self.bodies.get(node.item)
         if start is None:
@@ -363,17 +378,24 @@ class _NFA:
                 self.eps[s] += (loop,)
                 body_end = self._copy(node, body, site, node.min + 1, loop, inlining)
                 self.eps[body_end] += (loop,)
-                return loop
+                if site is None:
+                    return loop
+                end = self.new()  # the loop's way out alone, without its next copy
+                self.eps[loop] += (end,)
+                self.count_sites[site] = (body, end)
+                return end
             end = self.new()
             for done in range(node.min + 1, node.max + 1):
                 self.eps[s] += (end,)
                 s = self._copy(node, body, site, done, s, inlining)
             self.eps[s] += (end,)
+            if site is not None:
+                self.count_sites[site] = (body, end)
             return end
         if isinstance(node, Ref):
             if node.name not in self.rules.rules:
                 raise CompileError(f"rule {node.name!r} is not defined", keyword="ref")
-            if len(inlining) > _INLINE_CHAIN and node.name not in self.recursive:
+            if node.name not in self.recursive and not self._inlines(self._chain_depth(inlining), node.name):
                 self.shared.add(node.name)
             if node.name in self.recursive or node.name in self.shared:
                 ret = self.new()
@@ -384,6 +406,20 @@ class _NFA:
                 raise CompileError(f"rule {node.name!r} refers to itself", keyword="ref")
             return self._emit(self.rules.rules[node.name], s, inlining + (node.name,))
         raise TypeError(f"not a grammar node: {node!r}")
+
+    def _depth_of(self, name: str) -> int:
+        """How many node levels rule `name`'s body nests (found once per rule)."""
+        found = self._depths.get(name)
+        if found is None:
+            found = self._depths[name] = node_depth(self.rules.rules[name]) if name in self.rules.rules else 1
+        return found
+
+    def _chain_depth(self, inlining: tuple[str, ...]) -> int:
+        return sum(self._depth_of(name) for name in inlining)
+
+    def _inlines(self, chain: int, name: str) -> bool:
+        """Whether rule `name` (not recursive) is inlined inside rules `chain` levels deep."""
+        return chain + self._depth_of(name) <= _INLINE_DEPTH
 
     def _emit_chars(self, node: Chars, s: int, end: int) -> None:
         # A small trie over the byte-range sequences shares common prefixes.
@@ -405,10 +441,49 @@ class _NFA:
                 self._emit_trie(sub, t, end)
 
 
-def _calls_item(item_states: int, copies: int) -> bool:
-    """Whether a repeat of `copies` copies of an item of `item_states` states calls the item
+def node_depth(node: Node) -> int:
+    """Levels of nesting in `node` (references not followed; a leaf is 1), each shared subtree
+    measured once; iterative, as a node may nest deeper than Python recurses."""
+    depths: dict[int, int] = {}
+    todo: list[tuple[Node, bool]] = [(node, False)]
+    while todo:
+        n, children_done = todo.pop()
+        if id(n) in depths:
+            continue
+        kind = type(n)
+        children = n.items if kind is Seq or kind is Alt else (n.item,) if kind is Repeat else ()
+        if children and not children_done:
+            todo.append((n, True))
+            todo.extend((c, False) for c in children if id(c) not in depths)
+            continue
+        depths[id(n)] = 1 + max((depths[id(c)] for c in children), default=0)
+    return depths[id(node)]
+
+
+def _calls_item(item_states: int, copies: int, item: Node) -> bool:
+    """Whether a repeat of `copies` copies of `item`, of `item_states` states, calls the item
     (see `_NFA._body_of`) rather than spelling each copy out."""
-    return item_states > 2 and (item_states * copies > _SPELLED_REPEAT or copies > _SPELLED_COPIES)
+    if item_states <= 2:
+        return False
+    if item_states * copies > _SPELLED_REPEAT or copies > _SPELLED_COPIES:
+        return True
+    return copies > _CHARACTER_COPIES and is_character(item)
+
+
+def is_character(node: Node) -> bool:
+    """Whether `node` is a small language of bounded length, without repeats or references
+    (a string's character, with its escapes): a repeat of it counts characters."""
+    todo = [node]
+    seen = 0
+    while todo:
+        n = todo.pop()
+        seen += 1
+        kind = type(n)
+        if seen > _CHARACTER_NODES or kind is Repeat or kind is Ref:
+            return False
+        if kind is Seq or kind is Alt:
+            todo.extend(n.items)
+    return True
 
 
 def _repeat_states(item_states: int, node: Repeat) -> int:
@@ -416,7 +491,7 @@ def _repeat_states(item_states: int, node: Repeat) -> int:
     out, or one return state per copy past the body made once. (Counting the loop's copy too,
     it calls wherever `_body_of` does, so the count stays a lower bound.)"""
     copies = node.max if node.max is not None else node.min + 1
-    if _calls_item(item_states, copies):
+    if _calls_item(item_states, copies, node.item):
         return copies + 1
     return item_states * copies + 1
 
@@ -696,6 +771,18 @@ class Automaton:
                 )
         self._frames[s] = found
         return found
+
+    def call_starts(self, callee: int) -> tuple[int, ...] | None:
+        """The NFA states with byte edges a call of `callee` starts in, or None where its start
+        calls further or ends at once (then its closure depends on more than the frame)."""
+        states, ends_root, specials = self._local_closure(callee)
+        return None if specials or ends_root else states
+
+    def inside_frame(self, states: tuple[int, ...]) -> int:
+        """The state of NFA states `states` seen inside a call frame whoever made it, numbered
+        as `frame_split` numbers its `local` states."""
+        exit_frame = (self.nfa.exit, (), 0)
+        return self._intern((frozenset([(q, exit_frame) for q in states]), False))
 
     def _successor(self, moved: list[tuple[int, Stack]]) -> int:
         key = frozenset(moved)

@@ -15,10 +15,29 @@ def words_per_row(vocab_size: int) -> int:
     return -(-vocab_size // 32)
 
 
+_INT32 = np.dtype(np.int32)
+
+
 def bitmask_row(bitmask: np.ndarray, index: int, vocab_size: int) -> np.ndarray:
     """Row `index` of a batch bitmask, or a one-row bitmask itself (index 0), checked to be a
     row masks can be written into for `vocab_size` tokens; a ValueError says what was expected.
     Attribute checks only: decoding calls this at every step."""
+    # The usual call first, in as few attribute reads as the checks need.
+    if type(bitmask) is np.ndarray and bitmask.dtype is _INT32 and type(index) is int:
+        ndim = bitmask.ndim
+        if ndim == 2 and 0 <= index < bitmask.shape[0]:
+            row = bitmask[index]
+        elif ndim == 1 and index == 0:
+            row = bitmask
+        else:
+            row = None
+        if row is not None and row.shape[0] == words_per_row(vocab_size) and row.strides[0] == 4 and row.flags.writeable:
+            return row
+    return _checked_row(bitmask, index, vocab_size)
+
+
+def _checked_row(bitmask: np.ndarray, index: int, vocab_size: int) -> np.ndarray:
+    """`bitmask_row`'s checks one by one, each with its message."""
     if not isinstance(bitmask, np.ndarray) or bitmask.dtype != np.int32:
         raise ValueError(
             f"the bitmask must be an int32 numpy array (see allocate_token_bitmask), not {_described(bitmask)}"

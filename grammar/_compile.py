@@ -9,16 +9,21 @@ from __future__ import annotations
 import bisect
 import sys
 import threading
+import time
 import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._analysis import productive_rules, pruned
 from ._automaton import DEAD, MAX_STACK_DEPTH, UNBUILT, Automaton, Stack
 from ._completion import Completion
 from ._errors import CompileError
 from ._grammar import Grammar
-from ._tokens import MATRIX_WIDTH, LoopClass, TokenTables, token_tables
+from ._ir import Rules
+from ._timing import log_compile
+from ._tokens import MATRIX_WIDTH, CharacterProfile, LoopClass, TokenTables, token_tables
+from ._vocab import Vocabulary
 
 _NO_WORDS = np.zeros(0, np.int32)
 _NO_IDS = np.zeros(0, np.int64)
@@ -31,6 +36,7 @@ _FEW = 8  # tokens still walking below which `_walk` finishes them one by one
 _WIDE_RUN = 64  # tokens sharing a prefix past which a search over prefixes hands them to `_walk` ...
 _WIDE_BYTES = 32  # ... if the state after the prefix allows at least this many next bytes
 _LOOP_BYTES = 16  # bytes that must lead a state back to itself for it to have a loop class
+_CHARACTER_STATES = 64  # byte-automaton states past which a repeated item is not profiled
 
 _BYTES = [bytes((b,)) for b in range(256)]
 
@@ -112,17 +118,23 @@ def packed_words(ids: np.ndarray, inverted: bool) -> tuple[np.ndarray, np.ndarra
 class CompiledGrammar:
     """A `Grammar` compiled for one vocabulary. Share it between matchers (it is thread-safe)."""
 
-    def __init__(self, grammar: Grammar, vocab) -> None:
+    def __init__(self, grammar: Grammar, vocab: Vocabulary) -> None:
         self.grammar = grammar
         self.vocab = vocab
         self.tables: TokenTables = token_tables(vocab)
-        self.automaton = Automaton(grammar.rule_set())
+        rules = grammar.rule_set()
+        # A recursion that never bottoms out (an array that must hold an array like itself)
+        # has no finite text, though its automaton has a way out of every state: the root
+        # then matches nothing, and elsewhere the matcher must not be led into one.
+        reachable = grammar.rules
+        productive = productive_rules(reachable)
+        if rules.root not in productive:
+            raise _nothing_to_decode()
+        if len(productive) < len(reachable):
+            rules = Rules(pruned(reachable, productive), rules.root)
+        self.automaton = Automaton(rules)
         if self.automaton.start == DEAD:
-            raise CompileError(
-                "the grammar matches no text at all (a schema such as false, or an empty enum), "
-                "so there is nothing to decode",
-                keyword="empty",
-            )
+            raise _nothing_to_decode()
         self.vocab_size = self.tables.size
         self._masks: dict[int, StateMask] = {}
         # (inverted, ids) -> the mask: states with the same token set share one (masks do not
@@ -136,6 +148,9 @@ class CompiledGrammar:
         self._by_far_counts: dict[tuple, StateMask] = {}  # see `_far_counts_key`
         self._unions: dict[tuple[int, bytes], StateMask] = {}  # see `_framed_mask`
         self._successors: dict[int, np.ndarray] = {}  # see `successors`
+        self._characters: dict[int, CharacterProfile | None] = {}  # see `_character_profile`
+        self._leavers: dict[tuple[int, int], _Leavers | None] = {}  # see `_leavers_to`
+        self._by_room: dict[tuple, StateMask] = {}  # see `_counted_mask`
         nfa = self.automaton.nfa
         self._framed = bool(nfa.recursive or nfa.shared_starts)
         self._lock = threading.RLock()
@@ -150,7 +165,9 @@ class CompiledGrammar:
         rows = sum(m.nbytes for m in [*self._pool.values(), *self._small_pool.values()])
         successors = sum(s.nbytes for s in self._successors.values())
         inside = sum(i.nbytes for i in self._inside.values())
-        return int(rows + successors + inside + self.automaton.table[: len(self.automaton.configs)].nbytes)
+        leavers = sum(v.nbytes for v in self._leavers.values() if v is not None)
+        table = self.automaton.table[: len(self.automaton.configs)].nbytes
+        return int(rows + successors + inside + leavers + table)
 
     # -- per-state token sets -------------------------------------------------------------
 
@@ -237,6 +254,14 @@ class CompiledGrammar:
             if len(ids) <= _SMALL:
                 return self._small_mask(ids)
             return self._state_mask([np.array(ids, np.int32)], False)
+        if a.nfa.count_sites:
+            counted = self._counted_mask(state, accepting)
+            if counted is not None:
+                return counted
+        if not a.nfa.recursive and sum(b1 - b0 for b0, b1 in a.byte_spans(state)) >= _LOOP_BYTES:
+            chained = self._chain_mask(state, accepting)
+            if chained is not None:
+                return chained
         framed = a.frame_split(state) if self._framed else None
         if framed is not None:
             local, frame, outside, depth = framed
@@ -325,6 +350,219 @@ class CompiledGrammar:
             else:
                 found = self._all_but(base.ids, added)
             self._unions[key] = found
+        return found
+
+    # -- counted repeats of characters ----------------------------------------------------
+
+    def _counted_mask(self, state: int, accepting: bool) -> StateMask | None:
+        """The mask of a state at a character boundary of a counted repeat of characters (a
+        bounded string after some of its characters), from the vocabulary's profile of that
+        character language: the tokens that stay inside and fit the room left, a prefix of the
+        profile's tokens by characters, and those that leave the repeat after a count within
+        its bounds and are allowed where it goes on. None where `state` is not such a state
+        (mid-character, say) or the repeat is not one of characters."""
+        place = self._counted_place(state)
+        if place is None:
+            return None
+        local, follow, done, least, most = place
+        profile = self._character_profile(local)
+        if profile is None:
+            return None
+        leavers = self._leavers_to(local, profile, follow)
+        if leavers is None:
+            return None
+        # Rooms past every token's characters, and needs met by none, allow alike.
+        widest = max(profile.widest, leavers.most)
+        room = widest if most is None else min(most - done, widest)
+        need = min(max(least - done, 0), leavers.most + 1)
+        key = (local, follow, room, need, accepting)
+        found = self._by_room.get(key)
+        if found is None:
+            found = self._by_room[key] = self._room_mask(profile, leavers, room, need, accepting)
+        return found
+
+    def _room_mask(self, profile: CharacterProfile, leavers: _Leavers, room: int, need: int,
+                   accepting: bool) -> StateMask:
+        """The tokens that begin at most `room` characters and stay inside, and the leavers
+        that close after `need` to `room` of them (and EOS where `accepting`): a pass over
+        the profile's needs, which yields the ids sorted."""
+        lo = int(np.searchsorted(leavers.counts, need, side="left"))
+        hi = int(np.searchsorted(leavers.counts, room, side="right"))
+        allowed = profile.needs <= room
+        allowed[leavers.ids[lo:hi]] = True
+        return self._vector_mask(allowed, accepting)
+
+    def _vector_mask(self, allowed: np.ndarray, accepting: bool) -> StateMask:
+        """The mask of the ids `allowed` (a bool per id) holds, and EOS where `accepting`."""
+        t = self.tables
+        if accepting:
+            allowed[t.eos_ids] = True
+        count = int(np.count_nonzero(allowed))
+        if count <= _SMALL:
+            return self._small_mask(np.flatnonzero(allowed).tolist())
+        if count * 2 <= t.size:
+            return self._pooled(np.flatnonzero(allowed).astype(np.int32), False, count)
+        return self._pooled(np.flatnonzero(~allowed).astype(np.int32), True, count)
+
+    def _chain_mask(self, state: int, accepting: bool) -> StateMask | None:
+        """The mask of a state that starts a chain of states each led to the next by one class
+        of bytes (a pattern intersected with a length is lowered so: a state per character
+        read): the tokens made only of that class that fit the chain's length, from the
+        vocabulary's profile of the class, and the walk of the others that may be allowed.
+        None where `state` starts no such chain (or it loops: loop classes answer those)."""
+        a = self.automaton
+        t = self.tables
+        widest = max(a.byte_spans(state), key=lambda span: span[1] - span[0])
+        if a.step(state, widest[0]) == state:
+            return None  # a loop (a string's inside), found without building the whole row
+        row = a.byte_row(state)
+        targets, counts = np.unique(row[row >= 0], return_counts=True)
+        if not counts.size or counts.max() < _LOOP_BYTES or targets[counts.argmax()] == state:
+            return None
+        links = row == targets[counts.argmax()]
+        chain = self._chain_length(state, links)
+        if chain is None:
+            return None
+        steps, reads = chain
+        table = np.full((1, 256), -1, dtype=np.int32)
+        table[0, links] = -2  # each byte of the class is one step along the chain
+        profile = t.character_profile(table)
+        # The others go on only if their first byte that leaves the class is read somewhere
+        # along the chain (and, the first, here).
+        offsets = profile.leave_offsets
+        first_ok = np.where(offsets == 0, (row >= 0)[profile.leave_bytes], offsets <= steps)
+        walked = profile.leave_positions[first_ok & reads[profile.leave_bytes]]
+        kept = self._walk(state, walked)[0]
+        long_ids = np.array([tid for tid, offset, _ in profile.long_leavers if offset <= steps], np.int32)
+        long_kept = self._walk_long(state, long_ids)[0]
+        allowed = profile.needs <= steps
+        allowed[t.order[kept]] = True
+        allowed[long_kept] = True
+        return self._vector_mask(allowed, accepting)
+
+    def _chain_length(self, state: int, links: np.ndarray) -> tuple[int, np.ndarray] | None:
+        """How many bytes of the class `links` can be read from `state` on, each of the class
+        leading to one state, with the bytes any state along the way reads; None where the
+        class's bytes part ways or lead round in a loop (or the chain outruns every token)."""
+        a = self.automaton
+        reads = np.zeros(256, dtype=bool)
+        seen = {state}
+        s = state
+        for steps in range(self.tables.longest + 1):
+            row = a.byte_row(s)
+            reads |= row >= 0
+            on = row[links]
+            if on.max() < 0:
+                return steps, reads
+            s = int(on[0])
+            if s < 0 or (on != s).any() or s in seen:
+                return None
+            seen.add(s)
+        return None
+
+    def _counted_place(self, state: int) -> tuple[int, int, int, int, int | None] | None:
+        """Where `state` stands in a counted repeat: `(local, follow, done, least, most)` when
+        its configurations are exactly the start of the next copy of the item (on the frame
+        of its call) and, once the minimum is met, what follows the repeat (`follow`, a state)
+        — `local` is the item's start as seen inside its frame, `done` the copies made, the
+        repeat's bounds `least` and `most` — else None."""
+        a = self.automaton
+        nfa = a.nfa
+        configs = a.configs[state]
+        frame = None
+        for _, stack in configs:
+            if stack and stack[0] in nfa.counted:
+                if frame is not None and stack != frame:
+                    return None
+                frame = stack
+        if frame is None:
+            return None
+        site, upto, least, most = nfa.counted[frame[0]]
+        body, end = nfa.count_sites[site]
+        starts = a.call_starts(body)
+        if starts is None:
+            return None
+        inner = frozenset([(q, frame) for q in starts])
+        if not inner <= configs:
+            return None
+        done = upto - 1
+        follow = a.state_at(end, frame[1])
+        rest = configs - inner
+        if rest != (a.configs[follow] if done >= least and follow >= 0 else frozenset()):
+            return None
+        return a.inside_frame(starts), follow, done, least, most
+
+    def _character_profile(self, local: int) -> CharacterProfile | None:
+        """The vocabulary's profile (see `TokenTables.character_profile`) of the item whose
+        start inside its frame is `local`, or None where it has none (see `_character_table`)."""
+        if local not in self._characters:
+            table = self._character_table(local)
+            self._characters[local] = None if table is None else self.tables.character_profile(table)
+        return self._characters[local]
+
+    def _character_table(self, local: int) -> np.ndarray | None:
+        """The byte automaton of the item whose start inside its frame is `local`, as
+        `TokenTables.character_profile` takes it; None where the item is not a prefix code of
+        few states (a copy could end and go on, so counts would not follow from the bytes)."""
+        a = self.automaton
+        done_configs = frozenset([(a.nfa.exit, ())])
+        number = {local: 0}
+        states = [local]
+        rows: list[np.ndarray] = []
+        while len(rows) < len(states):
+            if len(states) > _CHARACTER_STATES:
+                return None
+            succ = a.byte_row(states[len(rows)])
+            row = np.full(256, -1, dtype=np.int32)
+            targets, first_byte = np.unique(succ, return_index=True)
+            # Numbered by the first byte that reaches them: the same language gives the same
+            # table in every grammar, and so one cached profile.
+            for v in targets[np.argsort(first_byte)].tolist():
+                if v < 0:
+                    continue
+                if a.exits[v]:
+                    if a.configs[v] != done_configs:
+                        return None  # a copy may end here and also go on
+                    row[succ == v] = -2
+                    continue
+                if v not in number:
+                    number[v] = len(states)
+                    states.append(v)
+                row[succ == v] = number[v]
+            rows.append(row)
+        return np.stack(rows)
+
+    def _leavers_to(self, local: int, profile: CharacterProfile, follow: int) -> _Leavers | None:
+        """The profile's leavers allowed from `follow`, where a repeat of the item at `local`
+        goes on once done; None where `follow` may read a byte a character begins with (then
+        a boundary could go either way)."""
+        key = (local, follow)
+        if key in self._leavers:
+            return self._leavers[key]
+        found = None
+        if follow < 0 or not _byte_set(self.automaton.byte_spans(follow))[profile.first].any():
+            t = self.tables
+            if follow < 0:
+                ids, counts = _NO_WORDS, _NO_WORDS
+            else:
+                # Only the leavers whose next byte `follow` reads can go on there.
+                goes_on = _byte_set(self.automaton.byte_spans(follow))[profile.leave_bytes]
+                positions, offsets = profile.leave_positions[goes_on], profile.leave_offsets[goes_on]
+                kept, ends = self._walk(follow, positions, start=offsets)
+                kept = self._without_doomed(kept, ends)[0]
+                counts = [profile.leave_counts[goes_on][np.searchsorted(positions, kept)]]
+                ids = [t.order[kept]]
+                long_ids, long_counts = [], []
+                for tid, offset, count in profile.long_leavers:
+                    nxt = self.automaton.walk(follow, t.token_bytes[tid][offset:])
+                    if nxt >= 0 and not self._doomed(nxt):
+                        long_ids.append(tid)
+                        long_counts.append(count)
+                ids = np.concatenate([*ids, np.array(long_ids, np.int32)]).astype(np.int32)
+                counts = np.concatenate([*counts, np.array(long_counts, np.int32)]).astype(np.int32)
+            by_count = np.argsort(counts, kind="stable")
+            found = _Leavers(ids[by_count], counts[by_count], int(counts.max()) if counts.size else 0)
+        self._leavers[key] = found
         return found
 
     def _inside_of(self, local: int) -> _Inside:
@@ -841,6 +1079,20 @@ class _Inside:
 
 
 @dataclass(slots=True)
+class _Leavers:
+    """The tokens that leave a counted repeat of characters and are allowed where it goes on,
+    by the whole characters they read before (see `CompiledGrammar._leavers_to`)."""
+
+    ids: np.ndarray  # int32, by `counts` ascending
+    counts: np.ndarray  # int32, ascending
+    most: int  # the largest count (0 if none)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.ids.nbytes + self.counts.nbytes)
+
+
+@dataclass(slots=True)
 class _Track:
     """What a walk from a frame-relative state notes on the way (see `_walk`)."""
 
@@ -889,7 +1141,15 @@ _COMPILED: "weakref.WeakKeyDictionary[Grammar, dict]" = weakref.WeakKeyDictionar
 _COMPILE_LOCK = threading.Lock()
 
 
-def compile(grammar: Grammar, vocab) -> CompiledGrammar:  # noqa: A001 - the natural name
+def _nothing_to_decode() -> CompileError:
+    return CompileError(
+        "the grammar matches no text at all (a schema such as false, an empty enum, or one that "
+        "requires a value to contain itself), so there is nothing to decode",
+        keyword="empty",
+    )
+
+
+def compile(grammar: Grammar, vocab: Vocabulary) -> CompiledGrammar:  # noqa: A001 - the natural name
     """Compile `grammar` for `vocab` (cached: the same pair gives the same object)."""
     with _COMPILE_LOCK:
         per_vocab = _COMPILED.get(grammar)
@@ -898,6 +1158,8 @@ def compile(grammar: Grammar, vocab) -> CompiledGrammar:  # noqa: A001 - the nat
             _COMPILED[grammar] = per_vocab
         found = per_vocab.get(vocab)
         if found is None:
+            started = time.perf_counter()
             found = CompiledGrammar(grammar, vocab)
             per_vocab[vocab] = found
+            log_compile("grammar", started, lambda: f"{grammar!r} for a {found.vocab_size}-id vocabulary")
         return found

@@ -17,10 +17,12 @@ import numpy as np
 # Tokens longer than this are walked one by one (there are few of them); the byte matrix stays
 # small.
 MATRIX_WIDTH = 48
+NEVER = np.iinfo(np.int16).max  # a need no room meets (no token begins as many characters)
 
 # Vocabularies compare by content, so equal ones share tables; only a few are ever alive.
 _CACHE: "OrderedDict[object, TokenTables]" = OrderedDict()
 _CACHE_SIZE = 8
+_PROFILES = 32  # character profiles a vocabulary keeps (the least recently used go first)
 _NO_IDS = np.zeros(0, np.int32)
 _LOCK = threading.Lock()
 
@@ -38,6 +40,27 @@ class LoopClass:
     other_long_first: np.ndarray
     other_ids: np.ndarray
     looping_ids: np.ndarray
+
+
+@dataclass(frozen=True)
+class CharacterProfile:
+    """What every token does from the start of a character, where a repeat of characters is
+    read (a bounded string's): it ends inside the repeat, having begun `need` characters, or it
+    leaves the repeat at a character boundary after `count` whole ones, at byte `offset`, to
+    go on with what follows; or it is dead. Whatever the count reached, so one walk of the
+    vocabulary answers every count: a count's mask is the tokens whose `needs` fit the room
+    left, plus the leavers whose `count` does."""
+
+    first: np.ndarray  # (256,) bool: the bytes a character may begin with
+    # int16 per id: the characters a token that ends inside begins (a last one begun counts),
+    # NEVER for every other id (leavers, dead, special, padding)
+    needs: np.ndarray
+    widest: int  # the most characters a token that ends inside begins
+    leave_positions: np.ndarray  # int32 sorted positions of the short tokens that leave ...
+    leave_offsets: np.ndarray  # ... the offset of the byte each goes on with after the repeat
+    leave_bytes: np.ndarray  # ... that byte
+    leave_counts: np.ndarray  # ... and the whole characters before it
+    long_leavers: tuple[tuple[int, int, int], ...]  # (id, offset, count) of the long ones that leave
 
 
 class TokenTables:
@@ -131,6 +154,82 @@ class TokenTables:
             except UnicodeDecodeError:
                 pass
         self._loop_cache: dict[tuple[bytes, bool], LoopClass] = {}
+        self._profiles: OrderedDict[bytes, CharacterProfile] = OrderedDict()
+
+    def character_profile(self, table: np.ndarray) -> CharacterProfile:
+        """The profile of the character language `table` describes: one row of 256 successors
+        per state of its byte automaton, state 0 a character's start, -1 dead, -2 one whole
+        character read (the language must be a prefix code: nothing goes on from there).
+        Cached by the table: every string of every grammar reads the same few."""
+        key = table.tobytes()
+        found = self._profiles.get(key)
+        if found is None:
+            found = self._profiles[key] = self._character_profile(table)
+            while len(self._profiles) > _PROFILES:
+                self._profiles.popitem(last=False)
+        else:
+            self._profiles.move_to_end(key)
+        return found
+
+    def _character_profile(self, table: np.ndarray) -> CharacterProfile:
+        first = table[0] != -1
+        n = self.order.size
+        count = np.zeros(n, dtype=np.int32)
+        cur = np.zeros(n, dtype=np.int32)  # the state of each token's character in progress
+        dead = np.zeros(n, dtype=bool)
+        left = np.full(n, -1, dtype=np.int64)  # offset where a token leaves the repeat
+        active = np.arange(n)
+        for p in range(self.matrix.shape[0]):
+            active = active[self.lens[active] > p]
+            if not active.size:
+                break
+            b = self.matrix[p, active]
+            s = cur[active]
+            leaving = (s == 0) & ~first[b]
+            left[active[leaving]] = p
+            stay = ~leaving
+            active, b, s = active[stay], b[stay], s[stay]
+            nxt = table[s, b]
+            gone = nxt == -1
+            dead[active[gone]] = True
+            live = ~gone
+            active, nxt = active[live], nxt[live]
+            whole = nxt == -2
+            count[active[whole]] += 1
+            nxt[whole] = 0
+            cur[active] = nxt
+        inside = ~dead & (left < 0)
+        need_by_id = np.full(self.size, -1, dtype=np.int64)
+        need_by_id[self.order[inside]] = count[inside] + (cur[inside] != 0)
+        leave = np.flatnonzero(left >= 0)
+        long_leavers = []
+        for i in self.long_ids.tolist():
+            state, whole, offset = 0, 0, -1
+            for q, byte in enumerate(self.token_bytes[i]):
+                if state == 0 and not first[byte]:
+                    offset = q
+                    break
+                state = int(table[state, byte])
+                if state == -1:
+                    break
+                if state == -2:
+                    whole, state = whole + 1, 0
+            if offset >= 0:
+                long_leavers.append((i, offset, whole))
+            elif state != -1:
+                need_by_id[i] = whole + (state != 0)
+        widest = int(need_by_id.max(initial=0))
+        need_by_id[need_by_id < 0] = NEVER
+        return CharacterProfile(
+            first,
+            need_by_id.astype(np.int16),
+            widest,
+            leave.astype(np.int32),
+            left[leave].astype(np.uint8),  # (short tokens: within the matrix's width)
+            self.matrix[left[leave], leave],
+            count[leave].astype(np.int16),
+            tuple(long_leavers),
+        )
 
     def long_starting(self, byte: int) -> np.ndarray:
         """The long tokens (past the byte matrix) whose first byte is `byte`."""

@@ -1,0 +1,170 @@
+"""Bounded strings and patterns: each count's mask comes from one profile of the vocabulary
+(see `CompiledGrammar._counted_mask`), not from a walk per count, so these check that it is
+still exact: at every step of random walks the mask is what stepping every token decides, walks
+never dead-end, and every finished document validates."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import grammar
+from grammar import Vocabulary
+
+EOS, SPECIAL = 0, 1
+
+
+def _vocab() -> Vocabulary:
+    """Every byte alone, and tokens that span characters, escapes, the string's end and what
+    follows it, partial UTF-8, and some longer than the token matrix."""
+    pieces = [b"", b""] + [bytes([b]) for b in range(256)]
+    pieces += [b"ab", b"abc", b"hello", b" world", b"2024", b"-03", b"-1", b"ABC", b"ABC-", b"12", b"1234"]
+    pieces += [b'"', b'",', b'"}', b'"]', b'","', b'",["', b'":', b'":"', b'":["', b'{"', b"[]", b"]}", b"],"]
+    pieces += [b"\\n", b'\\"', b"\\\\", b"\\u00", b"\\u001f", b"\\", b"\xc3\xa9", b"\xc3\xa9t\xc3\xa9", b"\xe2\x82"]
+    pieces += [b"\xac", b"\xe2\x82\xac", b"x@example.com", b"@", b".org", b"a b", b"  ", b"ab\"", b"ab\",\""]
+    pieces += [b"s", b"n", b"tags", b'"s":"', b'"n":', b'"tags":[']
+    pieces += [b" " * 60, b"\xc3\xa9" * 30, b"a" * 50 + b'",', b"a" * 55, b"b" * 70 + b'"}']
+    return Vocabulary.from_tokens(pieces, eos_ids=[EOS], special_ids=[SPECIAL], size=len(pieces) + 3)
+
+
+VOCAB = _vocab()
+_CHECKER = jsonschema.Draft202012Validator.FORMAT_CHECKER
+PATTERNS = ["^[a-z ]+$", "^[A-Z]{3}-[0-9]{4}$", r"^\d{4}-\d{2}-\d{2}$", "^[a-z0-9-]*$", "b", "^a*b?$"]
+
+
+@st.composite
+def string_schemas(draw) -> dict:
+    schema: dict = {"type": "string"}
+    # Mostly past the copies a repeat spells out (8), where counts are profiled.
+    least = draw(st.one_of(st.none(), st.integers(0, 4), st.integers(8, 20)))
+    most = draw(st.one_of(st.none(), st.integers(0, 7), st.integers(8, 80)))
+    if least is not None:
+        schema["minLength"] = least
+    if most is not None:
+        schema["maxLength"] = max(most, least or 0)
+    shape = draw(st.sampled_from(["plain", "plain", "pattern", "format"]))
+    if shape == "pattern":
+        schema["pattern"] = draw(st.sampled_from(PATTERNS))
+    elif shape == "format":
+        schema["format"] = draw(st.sampled_from(["date", "email"]))
+    return schema
+
+
+@st.composite
+def record_schemas(draw) -> dict:
+    """A bounded string followed by other members, and a list of bounded tags."""
+    text = draw(string_schemas())
+    tag = draw(string_schemas())
+    tags = {"type": "array", "items": tag, "maxItems": draw(st.integers(0, 3))}
+    members = {"s": text, "n": {"type": "integer"}, "tags": tags}
+    required = draw(st.lists(st.sampled_from(sorted(members)), unique=True))
+    return {"type": "object", "properties": members, "required": required, "additionalProperties": False}
+
+
+def _compiled(schema: dict, vocab: Vocabulary) -> grammar.CompiledGrammar | None:
+    """None where the schema matches nothing (a maxLength below a pattern's shortest)."""
+    try:
+        return grammar.CompiledGrammar(grammar.from_json_schema(schema), vocab)
+    except grammar.CompileError:
+        return None
+
+
+def _allowed_by_stepping(m: grammar.Matcher, vocab: Vocabulary) -> set[int]:
+    return {token for token in range(vocab.size) if m.fork().accept_token(token)}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(schema=record_schemas(), data=st.data())
+def test_masks_equal_stepping_every_token_and_walks_finish_valid(schema, data):
+    compiled = _compiled(schema, VOCAB)
+    assume(compiled is not None)
+    m = grammar.Matcher(compiled)
+    taken: list[int] = []
+    wander = data.draw(st.integers(0, 120))
+    for step in range(wander + 400):
+        allowed = m.next_token_mask().allowed_ids()
+        assert allowed.size, "dead end: " + m.describe()
+        assert set(allowed.tolist()) == _allowed_by_stepping(m, VOCAB), (schema, VOCAB.decode(taken))
+        if step < wander:
+            token = int(allowed[data.draw(st.integers(0, allowed.size - 1))])
+        else:
+            token = m.shortest_completion_token()
+        assert m.accept_token(token)
+        taken.append(token)
+        if m.is_terminated():
+            break
+    assert taken[-1] == EOS, "the walk did not finish"
+    document = json.loads(VOCAB.decode(taken[:-1]).decode("utf-8"))
+    jsonschema.validate(document, schema, format_checker=_CHECKER)
+
+
+@pytest.mark.parametrize("least,most", [(0, 9), (0, 40), (10, 120), (12, None), (70, 200)])
+def test_every_length_between_the_bounds_is_written_and_none_outside(least, most):
+    """Text of each length from the profile's side: a run of one-character tokens may stop
+    exactly where the bounds allow, and the masks say so at every count."""
+    schema = {"type": "string", "minLength": least}
+    if most is not None:
+        schema["maxLength"] = most
+    compiled = _compiled(schema, VOCAB)
+    quote = VOCAB.tokens.index(b'"')
+    a = VOCAB.tokens.index(b"a")
+    m = grammar.Matcher(compiled)
+    assert m.accept_token(quote)
+    top = (most if most is not None else least + 30) + 1
+    for count in range(top + 1):
+        allowed = set(m.next_token_mask().allowed_ids().tolist())
+        assert (quote in allowed) == (least <= count and (most is None or count <= most)), count
+        assert (a in allowed) == (most is None or count < most), count
+        assert allowed == _allowed_by_stepping(m, VOCAB), count
+        if a not in allowed:
+            break
+        assert m.accept_token(a)
+    assert compiled._by_room, "the counted masks were not used"
+
+
+def test_a_real_vocabulary_masks_bounded_strings_exactly(smollm2_vocabulary):
+    """The issue's schema and a pattern with a length on SmolLM2: at states inside each bounded
+    string, near and far from its bounds, the mask is what stepping all 49,152 tokens decides."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+            "title": {"type": "string", "maxLength": 40},
+            "code": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"},
+            "summary": {"type": "string", "minLength": 10, "maxLength": 120},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 4},
+            "slug": {"type": "string", "pattern": "^[a-z0-9-]+$", "maxLength": 30},
+        },
+        "required": ["date", "title", "code", "summary", "tags", "slug"],
+        "additionalProperties": False,
+    }
+    compiled = _compiled(schema, smollm2_vocabulary)
+    prefixes = [
+        '{"date":"2024-03-15","title":"',
+        '{"date":"2024-03-15","title":"' + "x" * 25,
+        '{"date":"2024-03-15","title":"' + "x" * 39,
+        '{"date":"2024-03-15","title":"' + "x" * 40,
+        '{"date":"2024-03-15","title":"t","code":"ABC-1234","summary":"' + "é" * 5,
+        '{"date":"2024-03-15","title":"t","code":"ABC-1234","summary":"' + "y" * 95,
+        '{"date":"2024-03-15","title":"t","code":"ABC-1234","summary":"' + "y" * 117,
+        '{"date":"2024-03-15","title":"t","code":"ABC-1234","summary":"' + "y" * 12 + '","tags":["ab',
+        '{"date":"2024-03-15","title":"t","code":"',
+        '{"date":"2024-03-15","title":"t","code":"ABC-1234","summary":"' + "y" * 12 + '","tags":[],"slug":"',
+        '{"date":"2024-03-15","title":"t","code":"ABC-1234","summary":"' + "y" * 12 + '","tags":[],"slug":"a-b',
+        '{"date":"2024-03-15","title":"t","code":"ABC-1234","summary":"' + "y" * 12 + '","tags":[],"slug":"' + "z" * 28,
+    ]
+    for prefix in prefixes:
+        m = grammar.Matcher(compiled)
+        assert m.accept_bytes(prefix.encode())
+        allowed = m.next_token_mask().allowed_ids()
+        assert set(allowed.tolist()) == _allowed_by_stepping(m, smollm2_vocabulary), prefix
+        bitmask = grammar.allocate_token_bitmask(1, smollm2_vocabulary.size)
+        m.fill_next_token_bitmask(bitmask)
+        unpacked = grammar._bitmask.unpack_bitmask(bitmask[0], smollm2_vocabulary.size)
+        assert np.array_equal(np.flatnonzero(unpacked), allowed)
+    assert compiled._by_room, "the counted masks were not used"
