@@ -139,7 +139,7 @@ class Tool:
             schema = {"type": "object"}
         if not isinstance(schema, dict):
             raise ToolDefinitionError(name, f"the arguments schema must be a JSON object, not {schema!r}")
-        tool = cls(
+        return cls(
             name=name,
             description=description or "",
             fn=fn,
@@ -150,14 +150,6 @@ class Tool:
             idempotent=idempotent,
             context_param=_context_param_of(fn),
         )
-        # The lenient grammar drops a `$ref` it cannot resolve; the validator could not resolve
-        # it either, so every call would fail: refuse the tool now instead.
-        for dropped in tool.grammar.dropped:
-            if dropped.keyword == "$ref":
-                raise ToolDefinitionError(
-                    name, f"a $ref cannot be resolved ({dropped.reason})", keyword="$ref", pointer=dropped.pointer
-                )
-        return tool
 
     @classmethod
     def from_openai(cls, spec: dict[str, Any], fn: ToolFunction, **options: Any) -> "Tool":
@@ -189,7 +181,9 @@ class Tool:
         for d in self.grammar.dropped:
             keyword = d.keyword
             subschema = _holder(self.schema, d.pointer, keyword)
-            unchecked = not self._validator.checks(keyword, subschema.get(keyword))
+            # The grammar drops a `$ref` only where it cannot resolve it (remote, or pointing
+            # nowhere); the validator resolves no more, so every call would fail.
+            unchecked = keyword == "$ref" or not self._validator.checks(keyword, subschema.get(keyword))
             if unchecked and self.args_type is None:
                 raise ToolDefinitionError(
                     self.name,

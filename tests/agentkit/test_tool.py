@@ -386,3 +386,11 @@ def test_schema_tool_constraint_report_and_check_after_decoding() -> None:
     assert (v.field, v.keyword, v.enforced_by) == ("code", "pattern", "validator")
     with pytest.raises(ToolDefinitionError):
         Tool.from_json_schema("lookup", schema, lambda a: a, strict=True)
+
+
+def test_a_ref_that_points_nowhere_is_refused_at_definition() -> None:
+    schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}
+    with pytest.raises(ToolDefinitionError) as info:
+        Tool.from_json_schema("dangling", schema, lambda a: a)
+    assert (info.value.keyword, info.value.pointer) == ("$ref", "/properties/a")
+    assert "points nowhere" in str(info.value)
