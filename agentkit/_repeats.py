@@ -64,7 +64,6 @@ class CallLedger:
     def __init__(self, policy: RepeatCalls):
         self.policy = policy
         self._succeeded: dict[CallKey, ToolCallRecord] = {}
-        self._succeeded_ids: set[str] = set()
 
     async def run_turn(
         self,
@@ -102,7 +101,6 @@ class CallLedger:
             record = records[i] = dataclasses.replace(outcome, repeat_of=original)
             if record.ok and i in keys and keys[i] not in self._succeeded:
                 self._succeeded[keys[i]] = record
-                self._succeeded_ids.add(record.call.id)
         for i, first in same_as.items():
             records[i] = _reused(valid[i], records[first])
         return [records[i] for i in range(len(calls))]
@@ -110,7 +108,8 @@ class CallLedger:
     def repeats_a_success(self, records: Sequence[ToolCallRecord]) -> bool:
         """Whether one of `records` repeats a call that succeeded: the model asked again for
         what it already holds."""
-        return any(r.repeat_of in self._succeeded_ids for r in records)
+        succeeded = {r.call.id for r in self._succeeded.values()}
+        return any(r.repeat_of in succeeded for r in records)
 
 
 def _reused(call: ValidCall, original: ToolCallRecord) -> ToolCallRecord:
