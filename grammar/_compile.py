@@ -648,18 +648,12 @@ class CompiledGrammar:
         if total <= _SMALL:
             return self._small_mask([i for p in parts for i in p.tolist()])
         if total * 2 <= t.size:
-            ids, inverted = np.unique(np.concatenate(parts)).astype(np.int32), False
-            count = int(ids.size)
-        else:
-            allowed = np.zeros(t.size, dtype=bool)
-            for part in parts:
-                allowed[part] = True
-            count = int(np.count_nonzero(allowed))
-            if count * 2 <= t.size:
-                ids, inverted = np.flatnonzero(allowed).astype(np.int32), False
-            else:
-                ids, inverted = np.flatnonzero(~allowed).astype(np.int32), True
-        return self._pooled(ids, inverted, count)
+            ids = np.unique(np.concatenate(parts)).astype(np.int32)
+            return self._pooled(ids, False, int(ids.size))
+        allowed = np.zeros(t.size, dtype=bool)
+        for part in parts:
+            allowed[part] = True
+        return self._vector_mask(allowed, False)  # EOS, where accepting, is among the parts
 
     def _pooled(self, ids: np.ndarray, inverted: bool, count: int) -> StateMask:
         """A state's mask over the pooled copy of its id set (made on first use)."""
