@@ -21,6 +21,7 @@ from grammar import Vocabulary
 from ._chat import with_tool_instructions
 from ._errors import GrammarIgnored, RuntimeFailure
 from ._local import LocalRuntime
+from ._scheduler import Feed
 from ._protocol import Generation, Messages, Request, Runtime, TextStream, ToolCallEnvelope, Usage
 
 # Multi-byte pieces of JSON text, so random walks under a JSON grammar use tokens longer than
@@ -89,9 +90,12 @@ class GreedyTokenizer:
 class RandomRuntime(LocalRuntime):
     """A local runtime whose logits are seeded random numbers.
 
-    The same (seed, prompt) gives the same logits sequence, so greedy answers are reproducible.
-    `step_delay` seconds are slept per model step, to stand in for a slow model in tests of
-    concurrency and cancellation; `forward_calls` counts model steps.
+    The same (seed, prompt) gives the same logits sequence, so greedy answers are reproducible,
+    batched or not. `step_delay` seconds are slept per model step (one forward pass, however
+    many sequences it serves), to stand in for a slow model in tests of concurrency and
+    cancellation; `forward_calls` counts model steps. `max_batch`, `batch_tokens`,
+    `prefill_chunk` and `cache_cells` are the batching options of `LocalRuntime`; each slot
+    keeps and shares prompt prefixes as llama.cpp's cache does.
     """
 
     name = "random"
@@ -104,6 +108,10 @@ class RandomRuntime(LocalRuntime):
         step_delay: float = 0.0,
         scale: float = 4.0,
         tool_call_envelope: ToolCallEnvelope = "json",
+        max_batch: int = 1,
+        batch_tokens: int | None = None,
+        prefill_chunk: int | None = None,
+        cache_cells: int | None = None,
     ):
         super().__init__(seed)
         self.vocabulary = vocab if vocab is not None else synthetic_vocabulary()
@@ -111,26 +119,49 @@ class RandomRuntime(LocalRuntime):
         self.step_delay = step_delay
         self.scale = scale
         self.tool_call_envelope = tool_call_envelope
+        self.max_batch = max_batch
+        self.batch_tokens = batch_tokens
+        self.prefill_chunk = prefill_chunk
+        self.cache_cells = cache_cells
         self.forward_calls = 0
+        self.batch_sizes: list[int] = []  # sequences served by each model step
         self._tokenizer = GreedyTokenizer(self.vocabulary)
-        self._rng = np.random.default_rng(seed)
+        self._cached: list[list[int]] = [[] for _ in range(max_batch)]
+        self._rngs: list[np.random.Generator | None] = [None] * max_batch
 
     def _prompt_ids(self, messages: Messages, tools: list[dict[str, Any]] | None) -> list[int]:
         return self._tokenizer.encode(render_plain(messages, tools))
 
-    def _prefill(self, prompt_ids: list[int]) -> np.ndarray:
-        digest = zlib.crc32(np.asarray(prompt_ids, dtype=np.int64).tobytes())
-        self._rng = np.random.default_rng([self.seed, digest])
-        return self._logits()
+    def _begin(self, slot: int, keep: int) -> int:
+        del self._cached[slot][keep:]
+        self._rngs[slot] = None
+        return keep
 
-    def _forward(self, token_id: int) -> np.ndarray:
-        return self._logits()
+    def _begin_from(self, source: int, slot: int, length: int) -> bool:
+        self._cached[slot] = self._cached[source][:length]
+        self._rngs[slot] = None
+        return True
 
-    def _logits(self) -> np.ndarray:
+    def _read(self, feeds: list[Feed]) -> list[np.ndarray | None]:
         self.forward_calls += 1
+        self.batch_sizes.append(len(feeds))
         if self.step_delay:
             time.sleep(self.step_delay)
-        row = self._rng.standard_normal(self.vocabulary.size, dtype=np.float32)
+        rows: list[np.ndarray | None] = []
+        for feed in feeds:
+            cached = self._cached[feed.slot]
+            if len(cached) != feed.start:
+                raise RuntimeFailure(f"slot {feed.slot} holds {len(cached)} tokens, not {feed.start}")
+            cached.extend(feed.tokens)
+            rows.append(self._logits(feed.slot) if feed.logits else None)
+        return rows
+
+    def _logits(self, slot: int) -> np.ndarray:
+        rng = self._rngs[slot]
+        if rng is None:  # a sequence's first logits: seeded by its whole prompt
+            digest = zlib.crc32(np.asarray(self._cached[slot], dtype=np.int64).tobytes())
+            rng = self._rngs[slot] = np.random.default_rng([self.seed, digest])
+        row = rng.standard_normal(self.vocabulary.size, dtype=np.float32)
         row *= self.scale
         return row
 
