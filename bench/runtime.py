@@ -27,6 +27,7 @@ import runtimes
 from bench import models
 from bench._progress import progress
 from runtimes._sampling import Sampler
+from runtimes._scheduler import Feed
 
 SCHEMAS = {
     "person": {
@@ -83,7 +84,8 @@ def feed(rt: runtimes.LlamaCpp, prompt: list[int], tokens: list[int], compiled: 
     a plain argmax."""
     sampler = Sampler()
     matcher = grammar.Matcher(compiled, stop_when_complete=True) if compiled is not None else None
-    logits = rt._prefill(prompt)
+    rt._begin(0, 0)
+    (logits,) = rt._read([Feed(0, 0, prompt, True)])
     steps, selects = [], []
     for i, token in enumerate(tokens):
         start = time.perf_counter()
@@ -98,7 +100,7 @@ def feed(rt: runtimes.LlamaCpp, prompt: list[int], tokens: list[int], compiled: 
             matcher.is_terminated()
         selected = time.perf_counter()
         if i + 1 < len(tokens):
-            logits = rt._forward(token)
+            (logits,) = rt._read([Feed(0, len(prompt) + i, [token], True)])
         end = time.perf_counter()
         selects.append(selected - start)
         steps.append(end - start)
@@ -124,6 +126,7 @@ def mask_cost(rt: runtimes.LlamaCpp, name: str, rounds: int) -> dict[str, float]
             (cold_added if r == 0 else added).extend(extra)
             if r:
                 free_steps.extend(steps)
+        rt._scheduler.forget_caches()  # slot 0 holds what was fed here, not what the scheduler last left
     step = statistics.median(free_steps)
     return {
         "tokens": len(tokens),
@@ -151,17 +154,16 @@ def per_token(llama, schema_or_grammar: dict | object | None, prompt: str, max_t
 
 
 def peer_cost(rt: runtimes.LlamaCpp, name: str, rounds: int, max_tokens: int, ours_added: float) -> dict[str, float]:
-    from llama_cpp import LlamaGrammar
+    from llama_cpp import Llama, LlamaGrammar
 
-    llama = rt._llama
+    llama = Llama(str(rt.model_path), n_threads=2, n_threads_batch=2, n_ctx=2048, verbose=False)
     gbnf = LlamaGrammar.from_string(grammar.from_json_schema(SCHEMAS[name]).to_gbnf(), verbose=False)
     free, schema_path, gbnf_path = [], [], []
-    with rt._model_lock:
-        for _ in range(rounds):
-            free.append(per_token(llama, None, PROMPTS[name], max_tokens))
-            schema_path.append(per_token(llama, SCHEMAS[name], PROMPTS[name], max_tokens))
-            gbnf_path.append(per_token(llama, gbnf, PROMPTS[name], max_tokens))
-        llama.reset()
+    for _ in range(rounds):
+        free.append(per_token(llama, None, PROMPTS[name], max_tokens))
+        schema_path.append(per_token(llama, SCHEMAS[name], PROMPTS[name], max_tokens))
+        gbnf_path.append(per_token(llama, gbnf, PROMPTS[name], max_tokens))
+    llama.close()
     base = statistics.median(free)
     schema_added = statistics.median(schema_path) - base
     gbnf_added = statistics.median(gbnf_path) - base

@@ -1,9 +1,11 @@
-"""llama.cpp in process (llama-cpp-python), decoding driven token by token from Python.
+"""llama.cpp in process (llama-cpp-python's C bindings), decoding driven token by token from Python.
 
-Each step evaluates one token, reads the logits row in place (a zero-copy numpy view of
-llama.cpp's output buffer), lets the grammar matcher mask it, and picks the next token; no
-llama.cpp sampler or grammar is involved. The KV cache is kept between calls and reused for
-the longest prompt prefix the previous call shares.
+Concurrent calls share each forward pass: every step is one `llama_decode` over the next token
+of each running sequence (and a chunk of a newcomer's prompt), each sequence in its own slot of
+the KV cache. Each step reads the logits rows in place (zero-copy numpy views of llama.cpp's
+output buffer), lets each sequence's grammar matcher mask its row, and picks its next token; no
+llama.cpp sampler or grammar is involved. A slot's cache is kept between calls: a new prompt
+reuses the longest prefix that any slot holds (another call's system prompt, say).
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from grammar._gguf import read_gguf_metadata
 
 from ._chat import ChatTemplate, tool_call_envelope
 from ._errors import RuntimeFailure, RuntimeUnavailable
+from ._llama_context import LlamaContext
 from ._llamacpp_check import ensure_long_prompts_run
 from ._local import LocalRuntime
+from ._scheduler import Feed
 from ._protocol import Messages
 
 logger = logging.getLogger("runtimes")
@@ -47,6 +51,13 @@ def import_llama_cpp() -> Any:
 class LlamaCpp(LocalRuntime):
     """A GGUF model run by llama.cpp on the CPU.
 
+    `n_ctx` is the positions one call may use (prompt and answer). Up to `max_batch` calls
+    decode together, all in one `cache_cells`-cell KV cache (default: twice `n_ctx`); a call
+    starts once its prompt and `max_tokens` fit beside the running ones, so a running call
+    never meets a full cache. `batch_tokens` is the most tokens one forward pass reads, and
+    `prefill_chunk` the most prompt tokens a newcomer reads per step while others decode.
+    `max_batch=1` decodes one call at a time.
+
     `chat_template` overrides the template stored in the GGUF file (`tokenizer.chat_template`).
     `seed` seeds the sampling of calls that pass no seed of their own.
 
@@ -62,6 +73,10 @@ class LlamaCpp(LocalRuntime):
         *,
         n_threads: int = 2,
         n_ctx: int = 4096,
+        max_batch: int = 8,
+        cache_cells: int | None = None,
+        batch_tokens: int = 512,
+        prefill_chunk: int = 128,
         seed: int = 0,
         chat_template: str | None = None,
     ):
@@ -70,22 +85,29 @@ class LlamaCpp(LocalRuntime):
         self.model_path = Path(model_path)
         if not self.model_path.is_file():
             raise RuntimeUnavailable(f"LlamaCpp: no model file at {self.model_path}")
+        for option, value in (("n_ctx", n_ctx), ("max_batch", max_batch), ("batch_tokens", batch_tokens),
+                              ("prefill_chunk", prefill_chunk), ("n_threads", n_threads)):
+            if value < 1:
+                raise ValueError(f"LlamaCpp: {option} must be at least 1, got {value}")
+        cells = cache_cells if cache_cells is not None else (n_ctx if max_batch == 1 else 2 * n_ctx)
+        if cells < n_ctx:
+            raise ValueError(f"LlamaCpp: cache_cells ({cells}) must hold one whole call of n_ctx ({n_ctx}) positions")
+        if batch_tokens < max_batch:
+            raise ValueError(f"LlamaCpp: batch_tokens ({batch_tokens}) must take a token of each of max_batch ({max_batch})")
         self.name = f"llama.cpp:{self.model_path.name}"
         self._lib = llama_cpp
         ensure_long_prompts_run(self.model_path)
-        logger.info("llama.cpp loading %s (%d threads, %d-position context)", self.model_path, n_threads, n_ctx)
+        logger.info("llama.cpp loading %s (%d threads, %d-position context per call, up to %d calls at once)",
+                    self.model_path, n_threads, n_ctx, max_batch)
         started = time.perf_counter()
-        self._llama = llama_cpp.Llama(
-            str(self.model_path),
-            n_threads=n_threads,
-            n_threads_batch=n_threads,
-            n_ctx=n_ctx,
-            seed=seed,
-            logits_all=False,
-            verbose=False,
-        )
-        self.context_length = self._llama.n_ctx()
-        self._n_vocab = self._llama.n_vocab()
+        self._context = LlamaContext(llama_cpp, self.model_path, cells=cells, max_batch=max_batch,
+                                   batch_tokens=batch_tokens, n_threads=n_threads, unified=True)
+        self.context_length = n_ctx
+        self.max_batch = max_batch
+        self.cache_cells = self._context.cells
+        self.batch_tokens = batch_tokens
+        self.prefill_chunk = prefill_chunk
+        self._n_vocab = self._context.n_vocab
         self.vocabulary = Vocabulary.from_gguf(self.model_path)
         if self.vocabulary.size != self._n_vocab:
             raise RuntimeFailure(
@@ -99,10 +121,11 @@ class LlamaCpp(LocalRuntime):
             else None
         )
         self.tool_call_envelope = tool_call_envelope(template)
-        self._partial_reuse = not (self._llama._is_recurrent or self._llama._is_hybrid)
         logger.info(
-            "llama.cpp loaded %s in %.2f s: %d-id vocabulary, %d-position context, %d threads; compiled for %s",
-            self.model_path, time.perf_counter() - started, self._n_vocab, self.context_length, n_threads,
+            "llama.cpp loaded %s in %.2f s: %d-id vocabulary, %d-position context per call, up to %d calls "
+            "at once in %d KV cells, %d threads; compiled for %s",
+            self.model_path, time.perf_counter() - started, self._n_vocab, self.context_length, self.max_batch,
+            self.cache_cells, n_threads,
             llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
         )
 
@@ -115,7 +138,7 @@ class LlamaCpp(LocalRuntime):
         truncate long tokens); control and unused ids are special, end-of-generation ids EOS.
         """
         lib = self._lib
-        vocab = lib.llama_model_get_vocab(self._llama.model)
+        vocab = self._context.vocab
         n = lib.llama_vocab_n_tokens(vocab)
         buffer = ctypes.create_string_buffer(64)
         tokens: list[bytes] = []
@@ -138,7 +161,7 @@ class LlamaCpp(LocalRuntime):
 
     def _token_text(self, which: str) -> str:
         lib = self._lib
-        vocab = lib.llama_model_get_vocab(self._llama.model)
+        vocab = self._context.vocab
         token = lib.llama_vocab_bos(vocab) if which == "bos" else lib.llama_vocab_eos(vocab)
         if token < 0:
             return ""
@@ -155,40 +178,26 @@ class LlamaCpp(LocalRuntime):
             )
         return self.template.render(messages, tools)
 
-    # --- the model steps (worker thread) ------------------------------------------------------
+    # --- the model steps (scheduler thread) ---------------------------------------------------
 
     def _prompt_ids(self, messages: Messages, tools: list[dict[str, Any]] | None) -> list[int]:
         text = self.render(messages, tools).encode("utf-8")
         if isinstance(messages, str):
-            ids = self._llama.tokenize(text, add_bos=True, special=False)
+            ids = self._context.tokenize(text, add_special=True, parse_special=False)
         else:  # the template writes the BOS text itself where the model wants one
-            ids = self._llama.tokenize(text, add_bos=False, special=True)
+            ids = self._context.tokenize(text, add_special=False, parse_special=True)
         if not ids:
             raise RuntimeFailure("LlamaCpp: the prompt is empty (no tokens to read)")
         return ids
 
-    def _prefill(self, prompt_ids: list[int]) -> np.ndarray:
-        llama = self._llama
-        keep = 0
-        if self._partial_reuse and llama.n_tokens:
-            cached = llama.input_ids[: llama.n_tokens]
-            limit = min(len(cached), len(prompt_ids) - 1)  # the last prompt token is always read
-            differs = np.flatnonzero(cached[:limit] != np.asarray(prompt_ids[:limit], dtype=cached.dtype))
-            keep = int(differs[0]) if differs.size else limit
-        if keep == 0:
-            llama.reset()
-        llama.n_tokens = keep
-        llama.eval(prompt_ids[keep:])
-        return self._logits()
+    def _begin(self, slot: int, keep: int) -> int:
+        return self._context.keep(slot, keep)
 
-    def _forward(self, token_id: int) -> np.ndarray:
-        self._llama.eval([token_id])
-        return self._logits()
+    def _begin_from(self, source: int, slot: int, length: int) -> bool:
+        return self._context.share(source, slot, length)
 
-    def _logits(self) -> np.ndarray:
-        """The last position's logits, viewed in place (overwritten by the next eval)."""
-        pointer = self._lib.llama_get_logits_ith(self._llama.ctx, -1)
-        return np.ctypeslib.as_array(pointer, shape=(self._n_vocab,))
+    def _read(self, feeds: list[Feed]) -> list[np.ndarray | None]:
+        return self._context.decode([(f.slot, f.start, f.tokens, f.logits) for f in feeds])
 
     def _release(self) -> None:
-        self._llama.close()
+        self._context.close()

@@ -143,3 +143,42 @@ async def test_a_plain_string_is_a_raw_completion(default_runtime):
     assert gen.usage.prompt_tokens == 5
     assert gen.finish_reason in ("stop", "length")
     assert "Paris" in gen.text
+
+
+# --- several calls at once: one llama_decode per step over every running sequence ----------
+
+
+@pytest.mark.model
+async def test_concurrent_constrained_generations_all_validate(default_runtime):
+    schema = SCHEMAS["person"]
+    g = grammar.from_json_schema(schema)
+    people = ["Ann, 31, a pilot", "Bo, 45, a baker", "Cy, 22, a student", "Di, 60, a judge"]
+    generations = await asyncio.gather(*(
+        default_runtime.generate(chat(f"Describe {p} as JSON."), grammar=g, max_tokens=160, temperature=0.7, seed=i)
+        for i, p in enumerate(people)
+    ))
+    for gen in generations:
+        assert gen.finish_reason == "grammar_complete", gen
+        jsonschema.validate(json.loads(gen.text), schema)
+
+
+@pytest.mark.model
+async def test_cancelling_one_of_a_batch_leaves_the_others_running(default_runtime):
+    g = grammar.from_json_schema(SCHEMAS["weather"])
+    compiled = default_runtime.compiled(g)
+    needed = grammar.Matcher(compiled).min_tokens_to_complete()
+    story = asyncio.create_task(default_runtime.generate(chat("Tell a very long story."), max_tokens=2000,
+                                                         temperature=0.8, seed=1))
+    steered = asyncio.create_task(default_runtime.generate(chat("Weather in Oslo for a week."), grammar=g,
+                                                           max_tokens=needed + 4))
+    person = asyncio.create_task(default_runtime.generate(chat("A person, as JSON."),
+                                                          grammar=grammar.from_json_schema(PERSON), max_tokens=160))
+    await asyncio.sleep(0.5)
+    story.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await story
+    closed, whole = await asyncio.gather(steered, person)
+    assert closed.finish_reason == "grammar_complete"  # a budget-steered sequence in the batch still closes
+    jsonschema.validate(json.loads(closed.text), SCHEMAS["weather"])
+    assert whole.finish_reason == "grammar_complete"
+    jsonschema.validate(json.loads(whole.text), PERSON)
