@@ -1,0 +1,223 @@
+"""Throughput of concurrent constrained extractions on one local model: ours (continuous
+batching in `runtimes.LlamaCpp`) beside llama.cpp's own server with `--parallel N` and its own
+JSON-schema grammar, driven with the same prompts.
+
+    python -m bench.throughput [--n 1,2,4,8,16] [--documents 16] [--model NAME|PATH]
+                               [--server PATH/TO/llama-server] [--max-tokens 160]
+
+For each N, the same `--documents` extractions (short texts about people, a schema with
+bounded strings, an enum, an integer range and a list of bounded tags) run with at most N in
+flight, greedy. Both sides first answer one warm-up request (our grammar's compile, the server's
+start), then the timed run: documents/s, generated tokens/s, p50/p95 latency of one document
+from its caller's side. N = 1 is the same documents one after another. Every output is
+validated against the schema. Our N > 1 outputs are compared token for token with our N = 1
+outputs: batches change floating-point summation order, which can flip a near-tie.
+
+The server is started once per N with `-np N -c CELLS -t 2 --kv-unified`, CELLS being our
+runtime's KV cells, and stopped after; without `--server`, only our side runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import jsonschema
+
+import grammar
+import runtimes
+from bench import models
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 40},
+        "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "occupation": {"type": "string", "maxLength": 40},
+        "city": {"type": "string", "maxLength": 30},
+        "status": {"enum": ["employed", "retired", "student", "unknown"]},
+        "skills": {"type": "array", "items": {"type": "string", "maxLength": 20}, "maxItems": 3},
+    },
+    "required": ["name", "age", "occupation", "city", "status", "skills"],
+    "additionalProperties": False,
+}
+TEXTS = [
+    "Maria Lopez, 34, works as a nurse in Madrid and speaks three languages.",
+    "Tom Becker is a 58-year-old retired train driver from Hamburg who loves chess.",
+    "Aiko Tanaka (21) studies physics in Kyoto and plays the violin.",
+    "Samuel Okafor, 45, is an architect in Lagos known for bamboo buildings.",
+    "Lena Novak, a 29-year-old data analyst, lives in Prague and runs marathons.",
+    "Pierre Dubois, 67, retired chef, still bakes bread every morning in Lyon.",
+    "Priya Raman is 38 and teaches mathematics at a school in Chennai.",
+    "Jonas Berg, 19, is a student of forestry in Umea who builds canoes.",
+    "Fatima Zahra, 52, runs a pharmacy in Casablanca and paints on weekends.",
+    "Carlos Mendes, 41, a software engineer in Porto, writes compilers.",
+    "Olga Ivanova, 73, was a ballet dancer in Moscow and now coaches children.",
+    "Kwame Mensah is a 26-year-old journalist in Accra covering elections.",
+    "Sofia Rossi, 31, restores old paintings in Florence.",
+    "Liam O'Brien, 48, fishes off the coast of Galway for a living.",
+    "Mei Chen, 24, is a graduate student in Taipei researching batteries.",
+    "Ahmed Hassan, 55, drives a taxi in Cairo and knows every street.",
+]
+INSTRUCTIONS = (
+    "Extract the person described in the text as a JSON object with the keys name, age, "
+    "occupation, city, status (employed, retired, student or unknown) and skills (at most three)."
+)
+
+
+def messages(text: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": text}]
+
+
+@dataclass
+class Run:
+    wall_s: float
+    latencies: list[float]
+    tokens: int
+    outputs: list[str]
+    token_ids: list[list[int]] | None = None
+
+    def row(self, label: str, n: int) -> str:
+        docs = len(self.latencies)
+        return (f"{label:<22} N={n:<3} {docs / self.wall_s:7.2f} docs/s {self.tokens / self.wall_s:8.1f} tok/s "
+                f"p50 {statistics.median(self.latencies):6.2f} s  p95 {percentile(self.latencies, 95):6.2f} s  "
+                f"valid {valid(self.outputs)}/{docs}")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def valid(outputs: list[str]) -> int:
+    count = 0
+    for text in outputs:
+        try:
+            jsonschema.validate(json.loads(text), SCHEMA)
+            count += 1
+        except (ValueError, jsonschema.ValidationError):
+            pass
+    return count
+
+
+async def ours(rt: runtimes.LlamaCpp, texts: list[str], n: int, max_tokens: int) -> Run:
+    g = grammar.from_json_schema(SCHEMA)
+    await rt.generate(messages("Ann Lee, 30, a pilot in Oslo."), grammar=g, max_tokens=max_tokens)  # warm-up
+    gate = asyncio.Semaphore(n)
+
+    async def one(text: str):
+        async with gate:
+            started = time.perf_counter()
+            gen = await rt.generate(messages(text), grammar=g, max_tokens=max_tokens)
+            return time.perf_counter() - started, gen
+
+    started = time.perf_counter()
+    done = await asyncio.gather(*(one(t) for t in texts))
+    wall = time.perf_counter() - started
+    return Run(wall, [d for d, _ in done], sum(g.usage.completion_tokens for _, g in done),
+               [g.text for _, g in done], [g.token_ids for _, g in done])
+
+
+class Server:
+    """llama.cpp's own server with N parallel slots, for as long as the `with` block lasts."""
+
+    def __init__(self, binary: str, model: Path, n: int, cells: int, port: int = 8093):
+        self.url = f"http://127.0.0.1:{port}"
+        command = [binary, "-m", str(model), "--port", str(port), "-t", "2", "-tb", "2", "-np", str(n),
+                   "-c", str(cells), "--kv-unified", "--no-webui"]
+        self.log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"llama_server_bench_{n}.log", "wb")
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def __enter__(self) -> Server:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"llama-server exited with {self.process.returncode}; see {self.log.name}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        raise SystemExit(f"llama-server did not start within 120 s; see {self.log.name}")
+
+    def __exit__(self, *exc) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+async def peer(server: Server, texts: list[str], n: int, max_tokens: int) -> Run:
+    response_format = {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA, "strict": True}}
+    async with httpx.AsyncClient(base_url=server.url, timeout=600) as client:
+
+        async def ask(text: str):
+            reply = await client.post("/v1/chat/completions", json={
+                "messages": messages(text), "max_tokens": max_tokens, "temperature": 0.0,
+                "response_format": response_format, "cache_prompt": True,
+            })
+            reply.raise_for_status()
+            return reply.json()
+
+        await ask("Ann Lee, 30, a pilot in Oslo.")  # warm-up
+        gate = asyncio.Semaphore(n)
+
+        async def one(text: str):
+            async with gate:
+                started = time.perf_counter()
+                answer = await ask(text)
+                return time.perf_counter() - started, answer
+
+        started = time.perf_counter()
+        done = await asyncio.gather(*(one(t) for t in texts))
+        wall = time.perf_counter() - started
+    return Run(wall, [d for d, _ in done], sum(a["usage"]["completion_tokens"] for _, a in done),
+               [a["choices"][0]["message"]["content"] for _, a in done])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", default="1,2,4,8,16", help="concurrency levels, comma-separated")
+    parser.add_argument("--documents", type=int, default=16, help="extractions per level (up to 16 texts, reused)")
+    parser.add_argument("--max-tokens", type=int, default=160)
+    parser.add_argument("--server", help="a llama-server binary to run as the peer")
+    models.add_model_option(parser)
+    args = parser.parse_args()
+    levels = [int(n) for n in args.n.split(",")]
+    texts = [TEXTS[i % len(TEXTS)] for i in range(args.documents)]
+    path = models.resolve(args.model) if args.model else runtimes.default_model_path()
+    rt = runtimes.LlamaCpp(path, n_threads=2, max_batch=max(levels))
+    print(f"model {path.name}; {args.documents} extractions per level, max_tokens {args.max_tokens}; "
+          f"ours: up to {rt.max_batch} sequences in {rt.cache_cells} cells")
+    results: dict[int, Run] = {}
+    for n in levels:
+        results[n] = run = asyncio.run(ours(rt, texts, n, args.max_tokens))
+        line = run.row("agentkit LlamaCpp", n)
+        if n != levels[0] and results[levels[0]].token_ids is not None:
+            same = sum(a == b for a, b in zip(run.token_ids, results[levels[0]].token_ids, strict=True))
+            line += f"  same tokens as N={levels[0]}: {same}/{len(texts)}"
+        print(line, flush=True)
+        if args.server:
+            with Server(args.server, path, n, rt.cache_cells) as server:
+                theirs = asyncio.run(peer(server, texts, n, args.max_tokens))
+            print(theirs.row("llama-server", n) + f"  ours/theirs docs/s {theirs.wall_s / run.wall_s:5.2f}",
+                  flush=True)
+    base = results[levels[0]]
+    for n in levels[1:]:
+        print(f"N={n}: {base.wall_s / results[n].wall_s:.2f}x the documents/s of N={levels[0]}")
+
+
+if __name__ == "__main__":
+    main()
