@@ -13,8 +13,10 @@ from its caller's side. N = 1 is the same documents one after another. Every out
 validated against the schema. Our N > 1 outputs are compared token for token with our N = 1
 outputs: batches change floating-point summation order, which can flip a near-tie.
 
-The server is started once per N with `-np N -c CELLS -t 2 --kv-unified`, CELLS being our
-runtime's KV cells, and stopped after; without `--server`, only our side runs.
+The server is started once per N with `-np N -t 2` and the same KV cache layout as ours: by
+default one pool of twice `n_ctx` cells (`--kv-unified`), with `--own-cache` `n_ctx` cells per
+sequence (`-c N*n_ctx --no-kv-unified`); it is stopped after. Without `--server`, only our side
+runs.
 """
 
 from __future__ import annotations
@@ -129,10 +131,11 @@ async def ours(rt: runtimes.LlamaCpp, texts: list[str], n: int, max_tokens: int)
 class Server:
     """llama.cpp's own server with N parallel slots, for as long as the `with` block lasts."""
 
-    def __init__(self, binary: str, model: Path, n: int, cells: int, port: int = 8093):
+    def __init__(self, binary: str, model: Path, n: int, n_ctx: int, shared: bool, port: int = 8093):
         self.url = f"http://127.0.0.1:{port}"
         command = [binary, "-m", str(model), "--port", str(port), "-t", "2", "-tb", "2", "-np", str(n),
-                   "-c", str(cells), "--kv-unified", "--no-webui"]
+                   "-c", str(n_ctx * (2 if shared else n)), "--kv-unified" if shared else "--no-kv-unified",
+                   "--no-webui"]
         self.log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"llama_server_bench_{n}.log", "wb")
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
 
@@ -193,14 +196,17 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=16, help="extractions per level (up to 16 texts, reused)")
     parser.add_argument("--max-tokens", type=int, default=160)
     parser.add_argument("--server", help="a llama-server binary to run as the peer")
+    parser.add_argument("--own-cache", action="store_true",
+                        help="n_ctx KV cells per sequence (both sides) instead of one shared pool")
     models.add_model_option(parser)
     args = parser.parse_args()
     levels = [int(n) for n in args.n.split(",")]
     texts = [TEXTS[i % len(TEXTS)] for i in range(args.documents)]
     path = models.resolve(args.model) if args.model else runtimes.default_model_path()
-    rt = runtimes.LlamaCpp(path, n_threads=2, max_batch=max(levels))
+    rt = runtimes.LlamaCpp(path, n_threads=2, max_batch=max(levels), shared_cache=not args.own_cache)
+    cache = f"{rt.context_length} cells each" if args.own_cache else f"one pool of {rt.cache_cells} cells"
     print(f"model {path.name}; {args.documents} extractions per level, max_tokens {args.max_tokens}; "
-          f"ours: up to {rt.max_batch} sequences in {rt.cache_cells} cells")
+          f"both sides: up to N sequences, KV cache {cache}")
     results: dict[int, Run] = {}
     for n in levels:
         results[n] = run = asyncio.run(ours(rt, texts, n, args.max_tokens))
@@ -210,7 +216,7 @@ def main() -> None:
             line += f"  same tokens as N={levels[0]}: {same}/{len(texts)}"
         print(line, flush=True)
         if args.server:
-            with Server(args.server, path, n, rt.cache_cells) as server:
+            with Server(args.server, path, n, rt.context_length, not args.own_cache) as server:
                 theirs = asyncio.run(peer(server, texts, n, args.max_tokens))
             print(theirs.row("llama-server", n) + f"  ours/theirs docs/s {theirs.wall_s / run.wall_s:5.2f}",
                   flush=True)

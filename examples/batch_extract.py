@@ -2,9 +2,9 @@
 
     python examples/batch_extract.py
 
-`aextract` is async; an asyncio.Semaphore bounds how many extractions are in flight (a local
-model serves one at a time and queues the rest; a server runtime would batch them). Each text
-gives either a valid Product or a typed error, never half a record.
+`aextract` is async; an asyncio.Semaphore bounds how many extractions are in flight, and those
+in flight share each forward pass of the model (the local runtime batches them, as a server
+does). Each text gives either a valid Product or a typed error, never half a record.
 """
 
 from __future__ import annotations

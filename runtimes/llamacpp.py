@@ -52,11 +52,14 @@ class LlamaCpp(LocalRuntime):
     """A GGUF model run by llama.cpp on the CPU.
 
     `n_ctx` is the positions one call may use (prompt and answer). Up to `max_batch` calls
-    decode together, all in one `cache_cells`-cell KV cache (default: twice `n_ctx`); a call
-    starts once its prompt and `max_tokens` fit beside the running ones, so a running call
-    never meets a full cache. `batch_tokens` is the most tokens one forward pass reads, and
-    `prefill_chunk` the most prompt tokens a newcomer reads per step while others decode.
-    `max_batch=1` decodes one call at a time.
+    decode together. With `shared_cache` (the default) they share one KV cache of
+    `cache_cells` cells (default: twice `n_ctx`), where a common prompt prefix is held once; a
+    call starts once its prompt and `max_tokens` fit beside the running ones, so a running call
+    never meets a full cache. Every step's attention then spans every cell in use, so for long
+    calls `shared_cache=False` gives each call `n_ctx` cells of its own (`max_batch` times the
+    memory). `batch_tokens` is the most tokens one forward pass reads, and `prefill_chunk` the
+    most prompt tokens a newcomer reads per step while others decode. `max_batch=1` decodes
+    one call at a time.
 
     `chat_template` overrides the template stored in the GGUF file (`tokenizer.chat_template`).
     `seed` seeds the sampling of calls that pass no seed of their own.
@@ -74,6 +77,7 @@ class LlamaCpp(LocalRuntime):
         n_threads: int = 2,
         n_ctx: int = 4096,
         max_batch: int = 8,
+        shared_cache: bool = True,
         cache_cells: int | None = None,
         batch_tokens: int = 512,
         prefill_chunk: int = 128,
@@ -89,9 +93,14 @@ class LlamaCpp(LocalRuntime):
                               ("prefill_chunk", prefill_chunk), ("n_threads", n_threads)):
             if value < 1:
                 raise ValueError(f"LlamaCpp: {option} must be at least 1, got {value}")
-        cells = cache_cells if cache_cells is not None else (n_ctx if max_batch == 1 else 2 * n_ctx)
-        if cells < n_ctx:
-            raise ValueError(f"LlamaCpp: cache_cells ({cells}) must hold one whole call of n_ctx ({n_ctx}) positions")
+        if shared_cache:
+            cells = cache_cells if cache_cells is not None else (n_ctx if max_batch == 1 else 2 * n_ctx)
+            if cells < n_ctx:
+                raise ValueError(f"LlamaCpp: cache_cells ({cells}) must hold one whole call of n_ctx ({n_ctx}) positions")
+        elif cache_cells is not None:
+            raise ValueError("LlamaCpp: cache_cells sizes the shared cache; pass shared_cache=True with it")
+        else:
+            cells = n_ctx * max_batch
         if batch_tokens < max_batch:
             raise ValueError(f"LlamaCpp: batch_tokens ({batch_tokens}) must take a token of each of max_batch ({max_batch})")
         self.name = f"llama.cpp:{self.model_path.name}"
@@ -101,10 +110,10 @@ class LlamaCpp(LocalRuntime):
                     self.model_path, n_threads, n_ctx, max_batch)
         started = time.perf_counter()
         self._context = LlamaContext(llama_cpp, self.model_path, cells=cells, max_batch=max_batch,
-                                   batch_tokens=batch_tokens, n_threads=n_threads, unified=True)
+                                   batch_tokens=batch_tokens, n_threads=n_threads, unified=shared_cache)
         self.context_length = n_ctx
         self.max_batch = max_batch
-        self.cache_cells = self._context.cells
+        self.cache_cells = self._context.cells if shared_cache else None  # else each call has n_ctx of its own
         self.batch_tokens = batch_tokens
         self.prefill_chunk = prefill_chunk
         self._n_vocab = self._context.n_vocab
@@ -125,7 +134,7 @@ class LlamaCpp(LocalRuntime):
             "llama.cpp loaded %s in %.2f s: %d-id vocabulary, %d-position context per call, up to %d calls "
             "at once in %d KV cells, %d threads; compiled for %s",
             self.model_path, time.perf_counter() - started, self._n_vocab, self.context_length, self.max_batch,
-            self.cache_cells, n_threads,
+            self._context.cells, n_threads,
             llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
         )
 

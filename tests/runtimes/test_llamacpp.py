@@ -182,3 +182,31 @@ async def test_cancelling_one_of_a_batch_leaves_the_others_running(default_runti
     jsonschema.validate(json.loads(closed.text), SCHEMAS["weather"])
     assert whole.finish_reason == "grammar_complete"
     jsonschema.validate(json.loads(whole.text), PERSON)
+
+
+@pytest.mark.model
+async def test_a_cache_of_its_own_per_call_decodes_concurrent_calls_too(smollm2_gguf):
+    rt = LlamaCpp(smollm2_gguf, n_ctx=1024, max_batch=3, shared_cache=False)
+    try:
+        g = grammar.from_json_schema(PERSON)
+        generations = await asyncio.gather(*(rt.generate(chat(f"Describe person number {i} as JSON."), grammar=g,
+                                                         max_tokens=120, temperature=0.7, seed=i) for i in range(3)))
+        for gen in generations:
+            assert gen.finish_reason == "grammar_complete", gen
+            jsonschema.validate(json.loads(gen.text), PERSON)
+        assert rt.cache_cells is None and rt.context_length == 1024
+    finally:
+        await rt.aclose()
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"max_batch": 0}, "max_batch must be at least 1"),
+    ({"max_batch": 8, "batch_tokens": 4}, "batch_tokens"),
+    ({"n_ctx": 2048, "cache_cells": 1024}, "must hold one whole call"),
+    ({"shared_cache": False, "cache_cells": 4096}, "pass shared_cache=True"),
+])
+def test_batching_options_that_cannot_work_are_refused(smollm2_gguf, options, message):
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed: pip install 'agentkit[llama]'")
+    with pytest.raises(ValueError, match=message):
+        LlamaCpp(smollm2_gguf, **options)
