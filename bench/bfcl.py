@@ -5,6 +5,7 @@ prompts, scored with BFCL's AST rules.
     python -m bench.bfcl --limit 20            # the first 20 items of each category
     python -m bench.bfcl --categories parallel --json out.json
     python -m bench.bfcl --model qwen2.5-coder-0.5b --categories simple_python --limit 30
+    python -m bench.bfcl --model qwen2.5-coder-0.5b --categories irrelevance
 
 Data: `$AGENTKIT_CORPUS/bfcl` (default `../shared/corpus/bfcl`), BFCL v4 (Apache-2.0).
 Both runs show the model the same messages and tool list (the runtime's own tool rendering);
@@ -16,6 +17,11 @@ equals one of the `possible_answer` values (an int is accepted where a float is 
 strings compared lowercased with spaces and `,./-_*^` removed; lists and dicts element by
 element; an optional parameter may be absent where `""` is among its answers); in parallel
 categories the calls match the expected calls in any order.
+
+`irrelevance` items offer tools that do not fit the question: the right answer is no call.
+Its constrained run is held by `grammar.tool_calls_or_text` (a call or text that cannot be
+mistaken for one), and its "AST" columns are the rate of answers with no call, as BFCL scores
+it. `--concurrency` items are in flight at once (default 8; the local runtime batches them).
 """
 
 from __future__ import annotations
@@ -37,8 +43,10 @@ from bench import models
 from bench._progress import progress
 from bench.free_calls import parse_free_calls
 
-CATEGORIES = ("simple_python", "multiple", "parallel")
-MAX_CALLS = {"simple_python": 1, "multiple": 1, "parallel": 8}
+CATEGORIES = ("simple_python", "multiple", "parallel", "irrelevance")
+MAX_CALLS = {"simple_python": 1, "multiple": 1, "parallel": 8, "irrelevance": 1}
+NO_CALL = ("irrelevance",)
+"""Categories whose right answer is no call at all."""
 """Calls one answer may hold, per category (BFCL's parallel items expect up to 8)."""
 
 _TYPES = {
@@ -243,7 +251,10 @@ def corpus_bfcl() -> Path:
 def load(category: str, root: Path, limit: int | None) -> tuple[list[Item], list[str]]:
     """The category's items (first `limit`), and ids whose tools cannot be built (with why)."""
     questions = _lines(root / f"BFCL_v4_{category}.json")
-    answers = {a["id"]: a["ground_truth"] for a in _lines(root / "possible_answer" / f"BFCL_v4_{category}.json")}
+    answers: dict[str, list[dict[str, Any]]] = (
+        {} if category in NO_CALL
+        else {a["id"]: a["ground_truth"] for a in _lines(root / "possible_answer" / f"BFCL_v4_{category}.json")}
+    )
     items, skipped = [], []
     for q in questions[:limit]:
         try:
@@ -251,13 +262,23 @@ def load(category: str, root: Path, limit: int | None) -> tuple[list[Item], list
         except (ToolDefinitionError, ValueError) as exc:
             skipped.append(f"{q['id']}: {exc}")
             continue
-        items.append(Item(q["id"], list(q["question"][0]), tools, answers[q["id"]]))
+        items.append(Item(q["id"], list(q["question"][0]), tools, answers.get(q["id"], [])))
     return items, skipped
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def judge(item: Item, category: str, text: str, calls: list[dict[str, Any]], error: str | None) -> Outcome:
+    """An answer's verdicts: well-formed calls (or, where no call is right, no call or
+    well-formed ones), and right (the expected calls; or no call at all)."""
+    if category in NO_CALL:
+        valid = error is None and (not calls or structurally_valid(calls, item.tools))
+        return Outcome(item.id, valid, error is None and not calls, text, calls, error)
+    return Outcome(item.id, structurally_valid(calls, item.tools), ast_correct(calls, item.ground_truth, item.tools),
+                   text, calls, error)
 
 
 async def run_item(item: Item, runtime: Any, category: str, max_tokens: int) -> tuple[Outcome, Outcome]:
@@ -270,13 +291,10 @@ async def run_item(item: Item, runtime: Any, category: str, max_tokens: int) -> 
         free_found = free_calls(free, item.tools)
     except Exception as exc:  # any failure of the stack is a failed answer, reported as such
         free_error = f"{type(exc).__name__}: {exc}"
-    unconstrained = Outcome(
-        item.id, structurally_valid(free_found, item.tools), ast_correct(free_found, item.ground_truth, item.tools),
-        free, free_found, free_error,
-    )
     held, held_calls, held_error = "", [], None
     try:
-        g = grammar.tool_calls(
+        shape = grammar.tool_calls_or_text if category in NO_CALL else grammar.tool_calls
+        g = shape(
             [t.tool_schema() for t in item.tools.values()],
             envelope=runtime.tool_call_envelope,
             max_calls=MAX_CALLS.get(category, 1),
@@ -286,22 +304,26 @@ async def run_item(item: Item, runtime: Any, category: str, max_tokens: int) -> 
         held_calls = grammar.parse_tool_calls(held, envelope=runtime.tool_call_envelope) or []
     except Exception as exc:  # any failure of the stack is a failed answer, reported as such
         held_error = f"{type(exc).__name__}: {exc}"
-    constrained = Outcome(
-        item.id, structurally_valid(held_calls, item.tools), ast_correct(held_calls, item.ground_truth, item.tools),
-        held, held_calls, held_error,
-    )
-    return unconstrained, constrained
+    return judge(item, category, free, free_found, free_error), judge(item, category, held, held_calls, held_error)
 
 
-async def evaluate(categories: list[str], limit: int | None, max_tokens: int, runtime: Any, verbose: bool) -> list[CategoryScore]:
+async def evaluate(categories: list[str], limit: int | None, max_tokens: int, runtime: Any, verbose: bool,
+                   concurrency: int = 8) -> list[CategoryScore]:
     root = corpus_bfcl()
     scores = []
+    gate = asyncio.Semaphore(concurrency)
+
+    async def guarded(item: Item, category: str) -> tuple[Outcome, Outcome]:
+        async with gate:
+            return await run_item(item, runtime, category, max_tokens)
+
     for category in categories:
         items, skipped = load(category, root, limit)
         score = CategoryScore(category, skipped)
         start = time.perf_counter()
-        for item in progress(items, category):
-            pair = await run_item(item, runtime, category, max_tokens)
+        running = [asyncio.ensure_future(guarded(item, category)) for item in items]
+        for item, task in zip(items, progress(running, category), strict=True):
+            pair = await task
             score.pairs.append(pair)
             if verbose:
                 print(f"  {item.id}: unconstrained {_mark(pair[0])}  constrained {_mark(pair[1])}", file=sys.stderr)
@@ -353,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=256, help="token budget per answer")
     parser.add_argument("--json", type=Path, help="write every answer and verdict here")
     parser.add_argument("--verbose", action="store_true", help="print each item's verdicts")
+    parser.add_argument("--concurrency", type=int, default=8, help="items in flight at once (default 8)")
     models.add_model_option(parser)
     args = parser.parse_args(argv)
     if not corpus_bfcl().is_dir():
@@ -360,12 +383,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runtime = models.runtime(args.model)
     print(f"model: {runtime.name}  envelope: {runtime.tool_call_envelope}  max_tokens: {args.max_tokens}")
-    scores = asyncio.run(evaluate(args.categories, args.limit, args.max_tokens, runtime, args.verbose))
+    scores = asyncio.run(evaluate(args.categories, args.limit, args.max_tokens, runtime, args.verbose, args.concurrency))
     print(report(scores))
     for s in scores:
         for why in s.skipped:
             print(f"skipped {why}")
-        print(f"{s.name}: {s.seconds:.0f} s for {len(s.pairs)} items (two generations each)")
+        print(f"{s.name}: {s.seconds:.0f} s for {len(s.pairs)} items (two generations each)"
+              + ("; its AST columns are the rate of answers with no call" if s.name in NO_CALL else ""))
         for u, c in s.pairs:
             for run, o in (("unconstrained", u), ("constrained", c)):
                 if o.error:

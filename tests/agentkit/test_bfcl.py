@@ -12,10 +12,12 @@ import pytest
 
 from bench.bfcl import (
     CATEGORIES,
+    NO_CALL,
     ast_correct,
     build_tools,
     free_calls,
     load,
+    run_item,
     standardize,
     structurally_valid,
     to_json_schema,
@@ -45,7 +47,7 @@ def _first(answer: Any) -> Any:
     return answer
 
 
-@pytest.mark.parametrize("category", CATEGORIES)
+@pytest.mark.parametrize("category", [c for c in CATEGORIES if c not in NO_CALL])
 def test_converted_schemas_are_json_schema_and_ground_truth_scores_correct(corpus: Path, category: str) -> None:
     items, skipped = load(category, corpus / "bfcl", None)
     assert len(items) + len(skipped) == {"simple_python": 400, "multiple": 200, "parallel": 200}[category]
@@ -122,3 +124,20 @@ def test_structural_validity() -> None:
     assert not structurally_valid([], tools)
     assert free_calls("I cannot help with that.", tools) == []
     assert json.loads(json.dumps(t.to_openai()))["function"]["name"] == "f"
+
+
+async def test_irrelevance_items_are_right_without_a_call_and_wrong_with_one(corpus: Path) -> None:
+    from runtimes.testing import ScriptedRuntime
+
+    items, skipped = load("irrelevance", corpus / "bfcl", 3)
+    assert len(items) + len(skipped) == 3 and all(item.ground_truth == [] for item in items)
+    item = items[0]
+    [name] = item.tools
+    schema = item.tools[name].schema
+    arguments = {key: 1.5 for key in schema["required"]}
+    call = json.dumps({"name": name, "arguments": arguments}, separators=(",", ":"))
+    text = "No tool here can answer that; the area is half of base times height."
+    free, held = await run_item(item, ScriptedRuntime([text, text], tool_call_envelope="json"), "irrelevance", 128)
+    assert (free.valid, free.correct, held.valid, held.correct) == (True, True, True, True)
+    free, held = await run_item(item, ScriptedRuntime([call, call], tool_call_envelope="json"), "irrelevance", 128)
+    assert (free.valid, free.correct, held.valid, held.correct) == (True, False, True, False)
