@@ -40,8 +40,10 @@ class LlamaContext:
     def __init__(self, lib: Any, path: Path, *, cells: int, max_batch: int, batch_tokens: int,
                  n_threads: int, unified: bool):
         _init_backend(lib)
-        # llama.cpp's own log goes through llama-cpp-python's logger; errors only.
-        logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
+        # llama.cpp's own log goes through llama-cpp-python's logger, whose table of ggml's
+        # levels is off by one (a warning reads as an error), so only CRITICAL quiets the load's
+        # chatter; failures surface as this module's own errors.
+        logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL)
         self._lib = lib
         self.model = lib.llama_model_load_from_file(str(path).encode(), lib.llama_model_default_params())
         if not self.model:

@@ -14,32 +14,10 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 version="0.3.36"
 build="${AGENTKIT_LLAMA_BUILD:-probed}"
-
+[[ -n "${AGENTKIT_LLAMA_CMAKE_ARGS:-}" ]] && build="custom"
 # Only what the project uses: the library, not the multimodal one.
-common="-DLLAVA_BUILD=OFF"
-if [[ -n "${AGENTKIT_LLAMA_CMAKE_ARGS:-}" ]]; then
-    cmake_args="$AGENTKIT_LLAMA_CMAKE_ARGS"
-    build="custom"
-elif [[ "$build" == "native" || "$(uname -m)" != "x86_64" ]]; then
-    cmake_args="$common -DGGML_NATIVE=ON"
-else
-    probe="$(mktemp -d)"
-    trap 'rm -rf "$probe"' EXIT
-    cc -O1 -o "$probe/cpu_probe" "$here/cpu_probe.c"
-    runs=" $("$probe/cpu_probe" | tr '\n' ' ') "
-    cmake_args="$common -DGGML_NATIVE=OFF"
-    for pair in avx:AVX avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx512:AVX512 \
-                avx512_vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16 \
-                avx_vnni:AVX_VNNI; do
-        feature="${pair%%:*}"
-        if [[ "$runs" == *" $feature "* ]]; then
-            cmake_args="$cmake_args -DGGML_${pair##*:}=ON"
-        else
-            cmake_args="$cmake_args -DGGML_${pair##*:}=OFF"
-        fi
-    done
-    echo "llama.cpp: instruction sets that execute here:$runs(AMX is never built)"
-fi
+cmake_args="$("$here/llama_cmake_args.sh")"
+[[ "$build" == "custom" ]] || cmake_args="-DLLAVA_BUILD=OFF $cmake_args"
 
 compiler="$(cc --version | head -n 1)"
 key="$(printf '%s\n' "$version" "$cmake_args" "$compiler" "$(uname -m)" | sha256sum | cut -c1-16)"
