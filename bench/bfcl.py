@@ -18,6 +18,12 @@ strings compared lowercased with spaces and `,./-_*^` removed; lists and dicts e
 element; an optional parameter may be absent where `""` is among its answers); in parallel
 categories the calls match the expected calls in any order.
 
+`--variant ENVELOPES[:WHITESPACE]` (repeatable) sets how the constrained runs may write a call:
+`hermes,fenced,json:12` lets the model open each call in a `<tool_call>` tag, a ```json fence
+or bare, with up to 12 blanks between JSON tokens; `model` (the default) is the runtime's own
+envelope, compact. Each variant is one more constrained run of every item beside the same
+free run, and gets its own table.
+
 `irrelevance` items offer tools that do not fit the question: the right answer is no call.
 Its constrained run is held by `grammar.tool_calls_or_text` (a call or text that cannot be
 mistaken for one), and its "AST" columns are the rate of answers with no call, as BFCL scores
@@ -235,12 +241,33 @@ class Outcome:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class Variant:
+    """How a constrained run may write its calls: envelopes (None: the runtime's own) and blanks."""
+
+    envelopes: tuple[str, ...] | None = None
+    whitespace: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Variant:
+        spec, _, blanks = text.partition(":")
+        chosen = None if spec == "model" else tuple(spec.split(","))
+        return cls(chosen, int(blanks) if blanks else None)
+
+    def label(self) -> str:
+        spec = "model" if self.envelopes is None else ",".join(self.envelopes)
+        return spec + (f":{self.whitespace}" if self.whitespace else "")
+
+
 @dataclass
 class CategoryScore:
     name: str
     skipped: list[str] = field(default_factory=list)
-    pairs: list[tuple[Outcome, Outcome]] = field(default_factory=list)
+    runs: list[tuple[Outcome, list[Outcome]]] = field(default_factory=list)  # free, then one per variant
     seconds: float = 0.0
+
+    def pairs(self, variant: int = 0) -> list[tuple[Outcome, Outcome]]:
+        return [(free, held[variant]) for free, held in self.runs]
 
 
 def corpus_bfcl() -> Path:
@@ -281,9 +308,17 @@ def judge(item: Item, category: str, text: str, calls: list[dict[str, Any]], err
                    text, calls, error)
 
 
-async def run_item(item: Item, runtime: Any, category: str, max_tokens: int) -> tuple[Outcome, Outcome]:
-    """Both runs of one item. A run that fails (runtime or grammar error) counts as invalid,
-    and its error is kept."""
+async def run_item(item: Item, runtime: Any, category: str, max_tokens: int,
+                   variants: list[Variant] | None = None) -> tuple[Outcome, Outcome]:
+    """Both runs of one item (the first variant's constrained run). A run that fails (runtime
+    or grammar error) counts as invalid, and its error is kept."""
+    free, held = await run_variants(item, runtime, category, max_tokens, variants or [Variant()])
+    return free, held[0]
+
+
+async def run_variants(item: Item, runtime: Any, category: str, max_tokens: int,
+                       variants: list[Variant]) -> tuple[Outcome, list[Outcome]]:
+    """The free run of one item and one constrained run per variant."""
     tools_json = [t.to_openai() for t in item.tools.values()]
     free, free_found, free_error = "", [], None
     try:
@@ -291,31 +326,37 @@ async def run_item(item: Item, runtime: Any, category: str, max_tokens: int) -> 
         free_found = free_calls(free, item.tools)
     except Exception as exc:  # any failure of the stack is a failed answer, reported as such
         free_error = f"{type(exc).__name__}: {exc}"
-    held, held_calls, held_error = "", [], None
-    try:
-        shape = grammar.tool_calls_or_text if category in NO_CALL else grammar.tool_calls
-        g = shape(
-            [t.tool_schema() for t in item.tools.values()],
-            envelope=runtime.tool_call_envelope,
-            max_calls=MAX_CALLS.get(category, 1),
-            lenient=True,
-        )
-        held = (await runtime.generate(item.messages, grammar=g, tools=tools_json, max_tokens=max_tokens)).text
-        held_calls = grammar.parse_tool_calls(held, envelope=runtime.tool_call_envelope) or []
-    except Exception as exc:  # any failure of the stack is a failed answer, reported as such
-        held_error = f"{type(exc).__name__}: {exc}"
-    return judge(item, category, free, free_found, free_error), judge(item, category, held, held_calls, held_error)
+    helds = []
+    for variant in variants:
+        envelope = variant.envelopes or runtime.tool_call_envelope
+        held, held_calls, held_error = "", [], None
+        try:
+            shape = grammar.tool_calls_or_text if category in NO_CALL else grammar.tool_calls
+            g = shape(
+                [t.tool_schema() for t in item.tools.values()],
+                envelope=envelope,
+                max_calls=MAX_CALLS.get(category, 1),
+                lenient=True,
+                whitespace=variant.whitespace,
+            )
+            held = (await runtime.generate(item.messages, grammar=g, tools=tools_json, max_tokens=max_tokens)).text
+            held_calls = grammar.parse_tool_calls(held, envelope=envelope) or []
+        except Exception as exc:  # any failure of the stack is a failed answer, reported as such
+            held_error = f"{type(exc).__name__}: {exc}"
+        helds.append(judge(item, category, held, held_calls, held_error))
+    return judge(item, category, free, free_found, free_error), helds
 
 
 async def evaluate(categories: list[str], limit: int | None, max_tokens: int, runtime: Any, verbose: bool,
-                   concurrency: int = 8) -> list[CategoryScore]:
+                   concurrency: int = 8, variants: list[Variant] | None = None) -> list[CategoryScore]:
     root = corpus_bfcl()
     scores = []
     gate = asyncio.Semaphore(concurrency)
+    chosen = variants or [Variant()]
 
-    async def guarded(item: Item, category: str) -> tuple[Outcome, Outcome]:
+    async def guarded(item: Item, category: str) -> tuple[Outcome, list[Outcome]]:
         async with gate:
-            return await run_item(item, runtime, category, max_tokens)
+            return await run_variants(item, runtime, category, max_tokens, chosen)
 
     for category in categories:
         items, skipped = load(category, root, limit)
@@ -323,10 +364,11 @@ async def evaluate(categories: list[str], limit: int | None, max_tokens: int, ru
         start = time.perf_counter()
         running = [asyncio.ensure_future(guarded(item, category)) for item in items]
         for item, task in zip(items, progress(running, category), strict=True):
-            pair = await task
-            score.pairs.append(pair)
+            free, held = await task
+            score.runs.append((free, held))
             if verbose:
-                print(f"  {item.id}: unconstrained {_mark(pair[0])}  constrained {_mark(pair[1])}", file=sys.stderr)
+                marks = "  ".join(f"{v.label()} {_mark(h)}" for v, h in zip(chosen, held, strict=True))
+                print(f"  {item.id}: unconstrained {_mark(free)}  {marks}", file=sys.stderr)
         score.seconds = time.perf_counter() - start
         scores.append(score)
     return scores
@@ -340,7 +382,7 @@ def _rate(k: int, n: int) -> str:
     return f"{k / n:6.1%}" if n else "   n/a"
 
 
-def report(scores: list[CategoryScore]) -> str:
+def report(scores: list[CategoryScore], variant: int = 0) -> str:
     head = (
         f"{'category':<14} {'n':>4}  {'valid(free)':>11} {'valid(held)':>11}  "
         f"{'AST(free)':>9} {'AST(held)':>9}  {'both':>4} {'free only':>9} {'held only':>9}  {'skipped':>7}"
@@ -348,8 +390,8 @@ def report(scores: list[CategoryScore]) -> str:
     lines = [head, "-" * len(head)]
     total: list[tuple[Outcome, Outcome]] = []
     for s in scores:
-        total += s.pairs
-        lines.append(_row(s.name, s.pairs, len(s.skipped)))
+        total += s.pairs(variant)
+        lines.append(_row(s.name, s.pairs(variant), len(s.skipped)))
     lines.append("-" * len(head))
     lines.append(_row("all", total, sum(len(s.skipped) for s in scores)))
     return "\n".join(lines)
@@ -376,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write every answer and verdict here")
     parser.add_argument("--verbose", action="store_true", help="print each item's verdicts")
     parser.add_argument("--concurrency", type=int, default=8, help="items in flight at once (default 8)")
+    parser.add_argument("--variant", action="append", type=Variant.parse, metavar="ENVELOPES[:WHITESPACE]",
+                        help="a constrained run's envelopes (model, or e.g. hermes,fenced,json) and blanks; repeatable")
     models.add_model_option(parser)
     args = parser.parse_args(argv)
     if not corpus_bfcl().is_dir():
@@ -383,20 +427,25 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runtime = models.runtime(args.model)
     print(f"model: {runtime.name}  envelope: {runtime.tool_call_envelope}  max_tokens: {args.max_tokens}")
-    scores = asyncio.run(evaluate(args.categories, args.limit, args.max_tokens, runtime, args.verbose, args.concurrency))
-    print(report(scores))
+    variants = args.variant or [Variant()]
+    scores = asyncio.run(evaluate(args.categories, args.limit, args.max_tokens, runtime, args.verbose,
+                                  args.concurrency, variants))
+    for k, variant in enumerate(variants):
+        print(f"constrained: {variant.label()}")
+        print(report(scores, k))
     for s in scores:
         for why in s.skipped:
             print(f"skipped {why}")
-        print(f"{s.name}: {s.seconds:.0f} s for {len(s.pairs)} items (two generations each)"
+        print(f"{s.name}: {s.seconds:.0f} s for {len(s.runs)} items ({1 + len(variants)} generations each)"
               + ("; its AST columns are the rate of answers with no call" if s.name in NO_CALL else ""))
-        for u, c in s.pairs:
-            for run, o in (("unconstrained", u), ("constrained", c)):
+        for free, held in s.runs:
+            for run, o in (("unconstrained", free), *((v.label(), h) for v, h in zip(variants, held, strict=True))):
                 if o.error:
                     print(f"  {o.id}: the {run} run failed: {o.error[:200]}")
     if args.json:
         args.json.write_text(json.dumps(
-            {s.name: [{"free": vars(u), "held": vars(c)} for u, c in s.pairs] for s in scores},
+            {s.name: [{"free": vars(free), "held": {v.label(): vars(h) for v, h in zip(variants, held, strict=True)}}
+                      for free, held in s.runs] for s in scores},
             ensure_ascii=False, indent=1,
         ))
     return 0

@@ -96,6 +96,62 @@ def test_text_branch_is_exactly_text_not_starting_like_a_call(text):
         assert not g.accepts(text)
 
 
+ENVELOPE_SETS = [("json",), ("hermes",), ("fenced",), ("hermes", "fenced", "json"), ("fenced", "hermes")]
+WRAP = {"json": "{}", "hermes": "<tool_call>\n{}\n</tool_call>", "fenced": "```json\n{}\n```"}
+calls = st.lists(
+    st.one_of(
+        st.builds(lambda a, b: ("add", {"a": a, "b": b}), st.integers(-99, 99), st.integers(-99, 99)),
+        st.builds(lambda c: ("get_weather", {"city": c}), st.text("abc xyz", min_size=1, max_size=8)),
+    ),
+    min_size=1, max_size=3,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(chosen=st.sampled_from(ENVELOPE_SETS), drawn=calls, data=st.data())
+def test_each_call_may_be_written_in_any_chosen_envelope_and_layout(chosen, drawn, data):
+    g = grammar.tool_calls(TOOLS, envelope=chosen, max_calls=3, whitespace=8)
+    either = grammar.tool_calls_or_text(TOOLS, envelope=chosen, max_calls=3, whitespace=8)
+    pieces = []
+    for name, arguments in drawn:
+        envelope = data.draw(st.sampled_from(chosen))
+        indent = data.draw(st.sampled_from([None, 1, 2]))
+        body = json.dumps({"name": name, "arguments": arguments}, indent=indent,
+                          separators=(",", ":") if indent is None else (",", ": "))
+        pieces.append(WRAP[envelope].format(body))
+    text = "\n".join(pieces)
+    assert g.accepts(text) and either.accepts(text)
+    assert parse_tool_calls(text, envelope=chosen) == [{"name": n, "arguments": a} for n, a in drawn]
+    other = [e for e in ("json", "hermes", "fenced") if e not in chosen]
+    if other:  # an envelope that was not chosen is not a call
+        wrapped = WRAP[other[0]].format(_call(*drawn[0]))
+        assert not g.accepts(wrapped)
+
+
+def test_whitespace_is_bounded_and_off_by_default():
+    spaced = json.dumps({"name": "add", "arguments": {"a": 1, "b": 2}}, indent=2)
+    assert not grammar.tool_calls(TOOLS).accepts(spaced)
+    assert grammar.tool_calls(TOOLS, whitespace=5).accepts(spaced)  # a newline and four spaces
+    assert not grammar.tool_calls(TOOLS, whitespace=2).accepts(spaced.replace("\n  ", "\n      "))
+
+
+@settings(max_examples=80, deadline=None)
+@given(text=st.text(alphabet="`json{<tool_call> x\n", min_size=1, max_size=14))
+def test_text_is_exactly_what_opens_no_chosen_envelope(text):
+    chosen = ("hermes", "fenced")
+    g = grammar.tool_calls_or_text(TOOLS, envelope=chosen)
+    stripped = text.lstrip(" \t\r\n")
+    opens_a_call = any(stripped.startswith(o) for o in ("{", "<tool_call>", "```json"))
+    assert g.accepts(text) == (bool(stripped) and not opens_a_call)
+
+
+def test_unknown_envelopes_are_refused():
+    with pytest.raises(grammar.CompileError, match="unknown envelope 'xml'"):
+        grammar.tool_calls(TOOLS, envelope=("json", "xml"))
+    with pytest.raises(grammar.CompileError, match="at least one envelope"):
+        grammar.tool_calls(TOOLS, envelope=())
+
+
 def test_errors_name_the_tool_and_place():
     bad = ToolSchema("bad", {"type": "object", "properties": {"x": {"type": "string", "pattern": "(?=a)"}}})
     with pytest.raises(grammar.CompileError) as info:
