@@ -33,11 +33,13 @@ from ._errors import (
 )
 from ._events import Event, FinalResult, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
 from ._messages import (
+    CALL_WHITESPACE,
     Envelope,
     Message,
     ToolCall,
     Turn,
     assistant_message,
+    call_envelopes,
     initial_messages,
     parse_turn,
     render_error,
@@ -193,7 +195,7 @@ class Agent(Generic[OutputT]):
         self.repeat_calls = repeat_calls
         self.temperature = temperature
         self.seed = seed
-        self._grammars: dict[tuple[Envelope, TurnKind], Grammar | None] = {}
+        self._grammars: dict[tuple[tuple[Envelope, ...], TurnKind], Grammar | None] = {}
 
     @property
     def runtime(self) -> Runtime:
@@ -202,19 +204,25 @@ class Agent(Generic[OutputT]):
         return self._runtime
 
     def turn_grammar(self, envelope: Envelope, kind: TurnKind = "calls_or_answer") -> Grammar | None:
-        """The grammar a model turn of this `kind` is held to (built once per envelope)."""
-        key = (envelope, kind)
+        """The grammar a model turn of this `kind` is held to, for a runtime whose template
+        writes calls in `envelope` (built once per envelope).
+
+        A call may be written in that envelope, in a ```json fence or bare, pretty-printed or
+        not: tool models often answer in a form their template did not teach, and holding them
+        to one they did not choose changes what they write."""
+        key = (call_envelopes(envelope), kind)
         if key not in self._grammars:
-            self._grammars[key] = self._build_grammar(envelope, kind)
+            self._grammars[key] = self._build_grammar(*key)
         return self._grammars[key]
 
-    def _build_grammar(self, envelope: Envelope, kind: TurnKind) -> Grammar | None:
+    def _build_grammar(self, envelopes: tuple[Envelope, ...], kind: TurnKind) -> Grammar | None:
         schemas = [t.tool_schema() for t in self.tools.values()]
-        options = {"envelope": envelope, "max_calls": self.max_calls_per_turn, "lenient": True}
+        options = {"envelope": envelopes, "max_calls": self.max_calls_per_turn, "lenient": True,
+                   "whitespace": CALL_WHITESPACE}
         if not schemas:
             return self.output.grammar if self.output else None
         if kind == "answer":
-            return self.output.grammar if self.output else _text_answer(envelope)
+            return self.output.grammar if self.output else grammar.free_text(envelope=envelopes)
         if kind == "calls":
             return grammar.tool_calls(schemas, **options)
         if self.output is None:
@@ -377,7 +385,7 @@ class Agent(Generic[OutputT]):
             # Calls the model finished before the runtime began closing the turn still run.
             kept = None
             if generation.steered and g is not None:
-                kept = model_written_calls(generation, g, self.runtime.tool_call_envelope)
+                kept = model_written_calls(generation, g, call_envelopes(self.runtime.tool_call_envelope))
             if kept is None:
                 raise IncompleteOutput(
                     f"turn {state.step} reached its token limit ({budget} tokens) before the model finished; "
@@ -393,7 +401,7 @@ class Agent(Generic[OutputT]):
         try:
             return parse_turn(
                 text,
-                envelope=self.runtime.tool_call_envelope,
+                envelope=call_envelopes(self.runtime.tool_call_envelope),
                 tool_names=set(self.tools),
                 step=state.step,
                 expect_output=self.output is not None,
@@ -474,13 +482,6 @@ class Agent(Generic[OutputT]):
 
     def _result(self, state: _RunState, output: Any) -> RunResult[OutputT]:
         return RunResult(output, list(state.messages), state.usage, list(state.records), state.step)
-
-
-def _text_answer(envelope: Envelope) -> Grammar:
-    """A final text answer that cannot be read as tool calls: as the text branch of
-    `tool_calls_or_text`, its first non-blank character cannot open a call."""
-    opening = "<" if envelope == "hermes" else "{"
-    return grammar.from_regex(rf"\A\s*[^\s{opening}][\s\S]*\Z")
 
 
 _RETRY = object()

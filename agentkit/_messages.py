@@ -11,7 +11,15 @@ import pydantic_core
 
 import grammar
 
-Envelope = Literal["json", "hermes"]
+Envelope = Literal["json", "hermes", "fenced"]
+CALL_WHITESPACE = 12
+"""Blanks a call's JSON may hold between tokens: pretty-printed to a depth of five."""
+
+
+def call_envelopes(canonical: Envelope) -> tuple[Envelope, ...]:
+    """The envelopes a model turn may write calls in: the runtime's own (its template's), then
+    a ```json fence and bare JSON, the forms tool models write unasked."""
+    return (canonical,) + tuple(e for e in ("fenced", "json") if e != canonical)
 
 
 class SystemMessage(TypedDict):
@@ -86,7 +94,7 @@ def initial_messages(prompt: str | list[Message], system_prompt: str | None) -> 
     return messages
 
 
-def parse_turn(text: str, *, envelope: Envelope, tool_names: set[str], step: int, expect_output: bool) -> Turn:
+def parse_turn(text: str, *, envelope: Envelope | tuple[Envelope, ...], tool_names: set[str], step: int, expect_output: bool) -> Turn:
     """Read a model answer produced under the turn's grammar.
 
     Tool calls come first: text the grammar's calls branch produced parses as calls naming

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from grammar import Grammar, parse_tool_calls
-from runtimes import Generation, Runtime, ToolCallEnvelope
+from runtimes import Generation, Runtime
 
 
 def resolve_runtime(runtime: Runtime | None) -> Runtime:
@@ -25,7 +25,7 @@ def budget_reached(generation: Generation) -> bool:
     return generation.finish_reason == "length" or generation.steered
 
 
-def model_written_calls(generation: Generation, g: Grammar, envelope: ToolCallEnvelope) -> str | None:
+def model_written_calls(generation: Generation, g: Grammar, envelope: tuple[str, ...]) -> str | None:
     """The tool calls of a steered generation that the model finished before the runtime
     began closing the document: the longest such prefix that is itself a whole document of
     `g` and ends a call; None if no call was finished.
@@ -36,6 +36,6 @@ def model_written_calls(generation: Generation, g: Grammar, envelope: ToolCallEn
     text, end = generation.text, generation.steered_from
     assert end is not None
     for cut in range(end, 0, -1):
-        if text[cut - 1] in "}>" and g.accepts(text[:cut]) and parse_tool_calls(text[:cut], envelope=envelope):
+        if text[cut - 1] in "}>`" and g.accepts(text[:cut]) and parse_tool_calls(text[:cut], envelope=envelope):
             return text[:cut]
     return None

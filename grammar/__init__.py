@@ -18,7 +18,7 @@ from ._regex import from_regex
 from ._gbnf import from_gbnf, well_formed
 from ._vocab import Vocabulary
 from ._gguf import GGUFError, read_gguf_metadata
-from ._tools import ToolSchema, arguments, parse_tool_calls, tool_calls, tool_calls_or_text
+from ._tools import ToolSchema, arguments, free_text, parse_tool_calls, tool_calls, tool_calls_or_text
 from ._compile import CompiledGrammar, compile
 from ._matcher import Matcher, TokenMask
 from ._bitmask import allocate_token_bitmask, apply_token_bitmask, fill_next_token_bitmasks
@@ -53,6 +53,7 @@ __all__ = [
     "from_gbnf",
     "from_json_schema",
     "from_regex",
+    "free_text",
     "parse_tool_calls",
     "read_gguf_metadata",
     "tool_calls",

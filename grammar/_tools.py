@@ -178,10 +178,20 @@ def tool_calls_or_text(
     chosen = envelopes(envelope)
     call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace)
     rules["calls"] = _calls(call, chosen, max_calls)
-    # A bare JSON object is never free text, whatever the envelopes (the call's own opening).
-    rules["text"] = _text_not_starting_with(sorted({"{"} | {_OPENING[e] for e in chosen}))
+    rules["text"] = _text_not_starting_with(_openings(chosen))
     rules["root"] = alt(ref("calls"), ref("text"))
     return Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls_or_text")
+
+
+def _openings(chosen: tuple[Envelope, ...]) -> list[str]:
+    # A bare JSON object is never free text, whatever the envelopes (the call's own opening).
+    return sorted({"{"} | {_OPENING[e] for e in chosen})
+
+
+def free_text(*, envelope: Envelope | Sequence[Envelope] = "json") -> Grammar:
+    """Non-empty text that cannot be read as a tool call in these envelopes (the text branch
+    of `tool_calls_or_text`, alone): a final answer where calls are not allowed."""
+    return Grammar({"root": _text_not_starting_with(_openings(envelopes(envelope)))}, "root", source="free_text")
 
 
 def parse_tool_calls(text: str, *, envelope: Envelope | Sequence[Envelope] = "json") -> list[dict[str, Any]] | None:

@@ -221,7 +221,17 @@ async def test_required_answer_turn_is_the_output_type() -> None:
 
 async def test_the_text_answer_turn_admits_no_hermes_call() -> None:
     hermes_paris = "<tool_call>\n" + PARIS + "\n</tool_call>"
-    rt = ScriptedRuntime([hermes_paris + "\n" + hermes_paris, "{12 degrees}"], tool_call_envelope="hermes")
+    rt = ScriptedRuntime([hermes_paris + "\n" + hermes_paris, "12 degrees {sunny}"], tool_call_envelope="hermes")
     result = await Agent([weather_tool([])], rt, tool_choice="required").run("Paris?")
-    assert result.output == "{12 degrees}"
-    assert not rt.calls[1].grammar.accepts(hermes_paris)
+    assert result.output == "12 degrees {sunny}"
+    answer = rt.calls[1].grammar
+    assert not any(answer.accepts(call) for call in (hermes_paris, PARIS, "```json\n" + PARIS + "\n```"))
+
+
+async def test_a_call_in_a_fence_the_template_never_taught_runs_like_a_tagged_one() -> None:
+    runs: list[str] = []
+    pretty = '```json\n{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Paris"\n  }\n}\n```'
+    rt = ScriptedRuntime([pretty, "12 degrees."], tool_call_envelope="hermes")
+    result = await Agent([weather_tool(runs)], rt).run("Paris?")
+    assert runs == ["Paris"] and result.output == "12 degrees."
+    assert rt.calls[0].grammar.accepts("<tool_call>\n" + PARIS + "\n</tool_call>")
