@@ -59,6 +59,11 @@ class LocalRuntime(Runtime):
     @property
     def _scheduler(self) -> Scheduler:
         if self._scheduler_ is None:  # created on first use: `max_batch` is known by then
+            if self.max_batch > 1 and type(self)._read is LocalRuntime._read:
+                raise RuntimeFailure(
+                    f"{self.name}: max_batch={self.max_batch} needs a model that reads several sequences "
+                    "per step (_read, _begin); this one implements only _prefill and _forward"
+                )
             self._scheduler_ = Scheduler(self)
         return self._scheduler_
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import grammar
 from grammar import Grammar, Matcher
 from grammar._ir import alt, chars, lit, repeat, seq
-from runtimes import RuntimeFailure
+from runtimes import LocalRuntime, RuntimeFailure
 from runtimes.testing import RandomRuntime
 
 DIGITS = chars([(ord("0"), ord("9"))])
@@ -172,4 +172,16 @@ async def test_closing_waits_for_running_calls_then_refuses_new_ones():
     await runtime.aclose()
     assert all(g.finish_reason == "grammar_complete" for g in await asyncio.gather(*running))
     with pytest.raises(RuntimeFailure, match="closed"):
+        await runtime.generate("x", max_tokens=2)
+
+
+class SerialOnly(RandomRuntime):
+    """A model that can only read one sequence (the default _read), asked to batch."""
+
+    _read = LocalRuntime._read
+
+
+async def test_batching_a_model_that_reads_one_sequence_is_a_clear_error():
+    runtime = SerialOnly(seed=0, max_batch=4)
+    with pytest.raises(RuntimeFailure, match="max_batch=4 needs a model that reads several sequences"):
         await runtime.generate("x", max_tokens=2)
