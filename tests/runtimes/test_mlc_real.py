@@ -180,7 +180,7 @@ def get_weather(city: str) -> str:
 
 def test_a_tool_call_through_the_agent(mlc):
     runs.clear()
-    agent = Agent([get_weather], mlc, tool_choice="required", max_steps=1, max_tokens=24)
+    agent = Agent([get_weather], mlc, tool_choice="required", max_steps=1, max_tokens=48)
     with pytest.raises(StepLimitExceeded) as stopped:
         agent.run_sync("What is the weather in Paris?")
     assert len(runs) == 1 and isinstance(runs[0], str) and runs[0]
