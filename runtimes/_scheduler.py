@@ -150,9 +150,10 @@ class Scheduler:
         if not free:
             return False
         prompt = sequence.prompt
-        slot = max(free, key=lambda s: (_common_prefix(s.cached, prompt), -s.used))
-        source = max(self._slots, key=lambda s: _common_prefix(s.cached, prompt))
-        own, shared = _common_prefix(slot.cached, prompt), _common_prefix(source.cached, prompt)
+        reusable = {s.index: _common_prefix(s.cached, prompt) for s in self._slots}
+        slot = max(free, key=lambda s: (reusable[s.index], -s.used))
+        source = max(self._slots, key=lambda s: reusable[s.index])
+        own, shared = reusable[slot.index], reusable[source.index]
         if any(
             s.pending and _common_prefix(s.sequence.prompt, prompt) >= max(own, shared) + SHARE_WAIT_TOKENS
             for s in self._slots
@@ -246,7 +247,7 @@ class Scheduler:
         order within the tokens a read takes (fewer while others decode)."""
         model = self._model
         decoding = [s for s in active if s.next_token is not None]
-        feeds = [Feed(s.index, len(s.cached), [s.next_token], True) for s in decoding if s.next_token is not None]
+        feeds = [Feed(s.index, len(s.cached), [s.next_token], True) for s in decoding]
         room = model.batch_tokens - len(decoding) if model.batch_tokens is not None else None
         if decoding and model.prefill_chunk is not None:
             room = model.prefill_chunk if room is None else min(room, model.prefill_chunk)
