@@ -94,16 +94,24 @@ def initial_messages(prompt: str | list[Message], system_prompt: str | None) -> 
     return messages
 
 
-def parse_turn(text: str, *, envelope: Envelope | tuple[Envelope, ...], tool_names: set[str], step: int, expect_output: bool) -> Turn:
+def parse_turn(
+    text: str,
+    *,
+    envelope: Envelope | tuple[Envelope, ...],
+    tool_names: set[str],
+    step: int,
+    expect_output: bool,
+    preamble: bool = False,
+) -> Turn:
     """Read a model answer produced under the turn's grammar.
 
     Tool calls come first: text the grammar's calls branch produced parses as calls naming
-    known tools. Otherwise it is the final output (when the run has an output type) or free
-    text. Raises ValueError for calls naming unknown tools or malformed envelopes, which only a
-    runtime that ignored the grammar can produce.
+    known tools (after free text, with `preamble`). Otherwise it is the final output (when the
+    run has an output type) or free text. Raises ValueError for calls naming unknown tools or
+    malformed envelopes, which only a runtime that ignored the grammar can produce.
     """
     try:
-        raw = grammar.parse_tool_calls(text, envelope=envelope)
+        raw = grammar.parse_tool_calls(text, envelope=envelope, preamble=preamble)
     except ValueError:
         if expect_output:
             return Turn("output", text)

@@ -25,7 +25,9 @@ def budget_reached(generation: Generation) -> bool:
     return generation.finish_reason == "length" or generation.steered
 
 
-def model_written_calls(generation: Generation, g: Grammar, envelope: tuple[str, ...]) -> str | None:
+def model_written_calls(
+    generation: Generation, g: Grammar, envelope: tuple[str, ...], *, preamble: bool = False
+) -> str | None:
     """The tool calls of a steered generation that the model finished before the runtime
     began closing the document: the longest such prefix that is itself a whole document of
     `g` and ends a call; None if no call was finished.
@@ -36,6 +38,8 @@ def model_written_calls(generation: Generation, g: Grammar, envelope: tuple[str,
     text, end = generation.text, generation.steered_from
     assert end is not None
     for cut in range(end, 0, -1):
-        if text[cut - 1] in "}>`" and g.accepts(text[:cut]) and parse_tool_calls(text[:cut], envelope=envelope):
+        if text[cut - 1] in "}>`" and g.accepts(text[:cut]) and parse_tool_calls(
+            text[:cut], envelope=envelope, preamble=preamble
+        ):
             return text[:cut]
     return None

@@ -6,7 +6,9 @@ that object: `"json"` bare, `"hermes"` in `<tool_call>` tags as Qwen/Hermes chat
 teach, `"fenced"` in a ```json block as tool models often write anyway. A tuple of envelopes
 lets the model open each call in whichever of them it chooses. Several calls follow one
 another, separated by a newline. `whitespace` allows up to that many blanks between the JSON
-tokens of the call (so a model may pretty-print it as it would unconstrained).
+tokens of the call (so a model may pretty-print it as it would unconstrained). `preamble`
+lets free text come before the first call, as tool models often write ("I will look that up."):
+the text holds no tag or fence opening, and the first one it reaches begins the call.
 """
 
 from __future__ import annotations
@@ -115,16 +117,74 @@ def _call_rules(
     return call, rules, tuple(dropped), tuple(ignored)
 
 
-def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None) -> Node:
-    if max_calls is not None and max_calls < 1:
-        raise CompileError("max_calls must be at least 1", keyword="max_calls")
+def _one_call(call: Node, chosen: tuple[Envelope, ...]) -> Node:
     wrapped = []
     for e in chosen:
         before, after = _WRAP[e]
         wrapped.append(seq(lit(before), call, lit(after)) if before else call)
-    one = alt(*wrapped) if len(wrapped) > 1 else wrapped[0]
+    return alt(*wrapped) if len(wrapped) > 1 else wrapped[0]
+
+
+def _later_calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None) -> Node:
+    """The calls after the first: up to `max_calls - 1` more, each after a newline."""
+    if max_calls is not None and max_calls < 1:
+        raise CompileError("max_calls must be at least 1", keyword="max_calls")
     more = None if max_calls is None else max_calls - 1
-    return seq(one, repeat(seq(lit("\n"), one), 0, more))
+    return repeat(seq(lit("\n"), _one_call(call, chosen)), 0, more)
+
+
+def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None) -> Node:
+    return seq(_one_call(call, chosen), _later_calls(call, chosen, max_calls))
+
+
+def _delimited(chosen: tuple[Envelope, ...]) -> tuple[Envelope, ...]:
+    """The envelopes a call may open after a preamble: those with an opening of their own."""
+    found = tuple(e for e in chosen if e != "json")
+    if not found:
+        raise CompileError("a preamble needs an envelope that opens with a tag or fence ('hermes' or 'fenced')",
+                           keyword="preamble")
+    return found
+
+
+def _preamble_rules(
+    call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, *, may_end: bool
+) -> dict[str, Node]:
+    """Rules for text before the first call: `preamble` is its start (blanks, then a character
+    other than `{`, so it never reads as a bare call).
+
+    The text is read by an automaton over the openings of the delimited envelopes (state =
+    the longest text end that begins an opening), so it never holds an opening: the first
+    opening it reaches continues as that envelope's call, then any later calls. With
+    `may_end`, the text may also end anywhere (a final answer); otherwise a call must follow.
+    """
+    openings = {_OPENING[e]: e for e in _delimited(chosen)}
+    later = _later_calls(call, chosen, max_calls)
+    prefixes = sorted({o[:k] for o in openings for k in range(len(o))})
+    names = {prefix: f"preamble-{i}" for i, prefix in enumerate(prefixes)}
+    alphabet = sorted({c for o in openings for c in o})
+
+    def after(state: str, c: str) -> Node:
+        text = state + c
+        for start in range(len(text) + 1):
+            suffix = text[start:]
+            if suffix in openings:
+                e = openings[suffix]
+                before, close = _WRAP[e]
+                return seq(lit(before[len(suffix):]), call, lit(close), later)
+            if suffix in names:
+                return ref(names[suffix])
+        raise AssertionError("the empty suffix is always a state")
+
+    others = negate([(ord(c), ord(c)) for c in alphabet])
+    rules: dict[str, Node] = {}
+    for prefix, name in names.items():
+        branches = [seq(lit(c), after(prefix, c)) for c in alphabet]
+        branches.append(seq(others, ref(names[""])))
+        rules[name] = opt(alt(*branches)) if may_end else alt(*branches)
+    first_others = negate([(ord(c), ord(c)) for c in sorted(set(alphabet) | set(_BLANKS) | {"{"})])
+    firsts = [seq(lit(c), after("", c)) for c in alphabet if c not in _BLANKS and c != "{"]
+    rules["preamble"] = seq(star(char_set(_BLANKS)), alt(seq(first_others, ref(names[""])), *firsts))
+    return rules
 
 
 @logged_compile("tool-calls", tool_set_size)
@@ -135,11 +195,16 @@ def tool_calls(
     max_calls: int | None = 1,
     lenient: bool = False,
     whitespace: int | None = None,
+    preamble: bool = False,
 ) -> Grammar:
-    """One to `max_calls` tool calls (None: any number), newline-separated."""
+    """One to `max_calls` tool calls (None: any number), newline-separated; with `preamble`,
+    free text may come first, and the first tag or fence it reaches opens the calls."""
     chosen = envelopes(envelope)
     call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace)
     rules["root"] = _calls(call, chosen, max_calls)
+    if preamble:
+        rules.update(_preamble_rules(call, chosen, max_calls, may_end=False))
+        rules["root"] = alt(rules["root"], ref("preamble"))
     return Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls")
 
 
@@ -173,12 +238,20 @@ def tool_calls_or_text(
     max_calls: int | None = 1,
     lenient: bool = False,
     whitespace: int | None = None,
+    preamble: bool = False,
 ) -> Grammar:
-    """Tool calls (as `tool_calls`) or a free-text answer that cannot be mistaken for one."""
+    """Tool calls (as `tool_calls`) or a free-text answer that cannot be mistaken for one.
+
+    With `preamble`, the text holds no tag or fence opening anywhere; the first it reaches
+    opens calls, so "Let me check.\n<tool_call>…" is a call, not an answer that holds one."""
     chosen = envelopes(envelope)
     call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace)
     rules["calls"] = _calls(call, chosen, max_calls)
-    rules["text"] = _text_not_starting_with(_openings(chosen))
+    if preamble:
+        rules.update(_preamble_rules(call, chosen, max_calls, may_end=True))
+        rules["text"] = ref("preamble")
+    else:
+        rules["text"] = _text_not_starting_with(_openings(chosen))
     rules["root"] = alt(ref("calls"), ref("text"))
     return Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls_or_text")
 
@@ -194,16 +267,24 @@ def free_text(*, envelope: Envelope | Sequence[Envelope] = "json") -> Grammar:
     return Grammar({"root": _text_not_starting_with(_openings(envelopes(envelope)))}, "root", source="free_text")
 
 
-def parse_tool_calls(text: str, *, envelope: Envelope | Sequence[Envelope] = "json") -> list[dict[str, Any]] | None:
+def parse_tool_calls(
+    text: str, *, envelope: Envelope | Sequence[Envelope] = "json", preamble: bool = False
+) -> list[dict[str, Any]] | None:
     """The calls in `text` as `{"name", "arguments"}` dicts, or None if `text` is free text.
 
-    Each call may be written in any of the given envelopes. Meant for text a tool grammar
+    Each call may be written in any of the given envelopes; with `preamble`, after free text
+    (the calls begin at the first tag or fence opening). Meant for text a tool grammar
     produced; raises ValueError on a malformed call.
     """
     chosen = envelopes(envelope)
     stripped = text.strip()
     if not any(stripped.startswith(_OPENING[e]) for e in chosen):
-        return None
+        if not preamble:
+            return None
+        found = [i for i in (stripped.find(_OPENING[e]) for e in _delimited(chosen)) if i >= 0]
+        if not found:
+            return None
+        stripped = stripped[min(found):]
     calls = []
     decoder = json.JSONDecoder()
     pos = 0

@@ -107,6 +107,37 @@ async def test_hermes_envelope() -> None:
     assert result.messages[1] == {"role": "assistant", "content": text}
 
 
+@pytest.mark.parametrize("opening, closing", [("<tool_call>\n", "\n</tool_call>"), ("```json\n", "\n```")])
+async def test_text_before_a_call_is_a_preamble_and_the_call_runs(opening: str, closing: str) -> None:
+    """Tool models often say what they will do first; the call after it is a call, not part
+    of a final answer."""
+    text = "I will look up the weather in Rome.\n\n" + opening + call("get_weather", '{"city":"Rome"}') + closing
+    rt = ScriptedRuntime([text, "Sunny."], tool_call_envelope="hermes")
+    agent = Agent([get_weather], rt)
+    result = await agent.run("Rome?")
+    assert [r.arguments.city for r in result.tool_calls] == ["Rome"] and result.output == "Sunny."
+    assert result.messages[1] == {"role": "assistant", "content": text}
+    assert agent.turn_grammar("hermes").accepts(text)
+    assert not agent.turn_grammar("hermes").accepts("I will call <tool_call> now.")
+
+
+async def test_a_required_call_begins_the_turn() -> None:
+    """No preamble where a call is required: a small model would spend the budget on it."""
+    agent = Agent([get_weather], ScriptedRuntime([]), tool_choice="required")
+    g = agent.turn_grammar("hermes", "calls")
+    assert g.accepts("<tool_call>\n" + call("get_weather", '{"city":"Rome"}') + "\n</tool_call>")
+    assert not g.accepts("Checking.\n<tool_call>\n" + call("get_weather", '{"city":"Rome"}') + "\n</tool_call>")
+
+
+async def test_no_preamble_beside_a_typed_output() -> None:
+    class Answer(BaseModel):
+        city: str
+
+    agent = Agent([get_weather], ScriptedRuntime([]), output_type=Answer)
+    assert not agent.turn_grammar("hermes").accepts("Checking.\n<tool_call>\n" + call("get_weather", '{"city":"R"}')
+                                                     + "\n</tool_call>")
+
+
 async def test_several_calls_in_one_turn_run_concurrently() -> None:
     both_started = asyncio.Event()
     started: list[str] = []

@@ -183,3 +183,87 @@ def test_either_accepts_a_sentence_of_any_part_and_keeps_what_each_dropped():
     assert [d.keyword for d in g.dropped] == ["uniqueItems"]
     with pytest.raises(grammar.CompileError):
         grammar.either()
+
+
+# --- text before the first call (preamble) ----------------------------------------------------
+
+OPENINGS = ("<tool_call>", "```json")
+prose_text = st.text(alphabet="`json{<tool_call>} x.\n", min_size=1, max_size=24)
+
+
+def _is_prose(text: str) -> bool:
+    """Text a preamble may be: not blank, not starting like a bare call, holding no opening."""
+    stripped = text.lstrip(" \t\r\n")
+    return bool(stripped) and not stripped.startswith("{") and not any(o in text for o in OPENINGS)
+
+
+@settings(max_examples=120, deadline=None)
+@given(text=prose_text)
+def test_a_preamble_answer_is_exactly_text_holding_no_opening(text):
+    g = grammar.tool_calls_or_text(TOOLS, envelope=("hermes", "fenced", "json"), preamble=True)
+    if _is_prose(text):
+        assert g.accepts(text)
+        assert parse_tool_calls(text, envelope=("hermes", "fenced", "json"), preamble=True) is None
+    elif not any(o in text for o in OPENINGS):  # blank, or a bare object that is no call
+        assert not g.accepts(text)
+
+
+@settings(max_examples=80, deadline=None)
+@given(prose=prose_text.filter(_is_prose), drawn=calls, data=st.data())
+def test_calls_may_follow_a_preamble_and_parse_as_the_calls(prose, drawn, data):
+    chosen = data.draw(st.sampled_from([("hermes", "fenced", "json"), ("fenced",), ("hermes", "json")]))
+    delimited = [e for e in chosen if e != "json"]
+    pieces = [WRAP[data.draw(st.sampled_from(delimited if i == 0 else chosen))].format(_call(*call))
+              for i, call in enumerate(drawn)]
+    text = prose + data.draw(st.sampled_from(["", "\n", "\n\n", " "])) + "\n".join(pieces)
+    either = grammar.tool_calls_or_text(TOOLS, envelope=chosen, max_calls=3, preamble=True)
+    only = grammar.tool_calls(TOOLS, envelope=chosen, max_calls=3, preamble=True)
+    assert either.accepts(text) and only.accepts(text)
+    expected = [{"name": n, "arguments": a} for n, a in drawn]
+    assert parse_tool_calls(text, envelope=chosen, preamble=True) == expected
+    assert not grammar.tool_calls(TOOLS, envelope=chosen, max_calls=3).accepts(text)  # off by default
+
+
+def test_an_opening_in_the_text_must_begin_a_call():
+    g = grammar.tool_calls_or_text(TOOLS, envelope="hermes", preamble=True)
+    assert not g.accepts("I will call <tool_call> now.")
+    assert g.accepts("See ```json\n{}\n```")  # only the chosen envelopes' openings begin calls
+    assert g.accepts("See ```python\nprint(1)\n``` and <tool_ for tags.")
+    fenced = grammar.tool_calls_or_text(TOOLS, envelope=("hermes", "fenced"), preamble=True)
+    assert not fenced.accepts("See ```json\n{}\n```")
+
+
+def test_a_preamble_alone_is_no_call():
+    only = grammar.tool_calls(TOOLS, envelope=("hermes", "fenced"), preamble=True)
+    assert not only.accepts("I will look that up.")
+    assert only.accepts("I will look that up.\n<tool_call>\n" + _call("add", {"a": 1, "b": 2}) + "\n</tool_call>")
+
+
+def test_a_preamble_needs_a_delimited_envelope():
+    with pytest.raises(grammar.CompileError, match="preamble") as info:
+        grammar.tool_calls_or_text(TOOLS, envelope="json", preamble=True)
+    assert info.value.keyword == "preamble"
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_walks_under_a_preamble_grammar_never_dead_end_and_parse(data):
+    from runtimes.testing import synthetic_vocabulary
+
+    vocab = synthetic_vocabulary()
+    chosen = ("hermes", "fenced", "json")
+    g = grammar.tool_calls_or_text(TOOLS, envelope=chosen, max_calls=2, preamble=True)
+    m = grammar.Matcher(grammar.compile(g, vocab))
+    taken = []
+    for step in range(60 + 200):
+        allowed = m.next_token_mask().allowed_ids()
+        assert allowed.size > 0, "dead end"
+        token = m.shortest_completion_token() if step >= 60 else int(allowed[data.draw(st.integers(0, allowed.size - 1))])
+        assert m.accept_token(token)
+        taken.append(token)
+        if m.is_terminated():
+            break
+    text = vocab.decode([t for t in taken if t not in vocab.eos_ids]).decode("utf-8")
+    assert g.accepts(text)
+    found = parse_tool_calls(text, envelope=chosen, preamble=True)
+    assert found is None or all(c["name"] in {"add", "get_weather"} for c in found)
