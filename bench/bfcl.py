@@ -21,8 +21,10 @@ categories the calls match the expected calls in any order.
 `--variant ENVELOPES[:WHITESPACE]` (repeatable) sets how the constrained runs may write a call:
 `hermes,fenced,json:12` lets the model open each call in a `<tool_call>` tag, a ```json fence
 or bare, with up to 12 blanks between JSON tokens; `model` (the default) is the runtime's own
-envelope, compact. Each variant is one more constrained run of every item beside the same
-free run, and gets its own table.
+envelope, compact. `+preamble` lets free text come before the calls (the first tag or fence
+opens them, as `grammar.tool_calls(..., preamble=True)`), as the agent's turns allow. Each
+variant is one more constrained run of every item beside the same free run, and gets its own
+table.
 
 `irrelevance` items offer tools that do not fit the question: the right answer is no call.
 Its constrained run is held by `grammar.tool_calls_or_text` (a call or text that cannot be
@@ -243,20 +245,25 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Variant:
-    """How a constrained run may write its calls: envelopes (None: the runtime's own) and blanks."""
+    """How a constrained run may write its calls: envelopes (None: the runtime's own), blanks,
+    and whether free text may come first (`preamble`)."""
 
     envelopes: tuple[str, ...] | None = None
     whitespace: int | None = None
+    preamble: bool = False
 
     @classmethod
     def parse(cls, text: str) -> Variant:
+        text, plus, extra = text.partition("+")
+        if plus and extra != "preamble":
+            raise argparse.ArgumentTypeError(f"unknown variant option {extra!r}: only +preamble")
         spec, _, blanks = text.partition(":")
         chosen = None if spec == "model" else tuple(spec.split(","))
-        return cls(chosen, int(blanks) if blanks else None)
+        return cls(chosen, int(blanks) if blanks else None, bool(plus))
 
     def label(self) -> str:
         spec = "model" if self.envelopes is None else ",".join(self.envelopes)
-        return spec + (f":{self.whitespace}" if self.whitespace else "")
+        return spec + (f":{self.whitespace}" if self.whitespace else "") + ("+preamble" if self.preamble else "")
 
 
 @dataclass
@@ -338,9 +345,10 @@ async def run_variants(item: Item, runtime: Any, category: str, max_tokens: int,
                 max_calls=MAX_CALLS.get(category, 1),
                 lenient=True,
                 whitespace=variant.whitespace,
+                preamble=variant.preamble,
             )
             held = (await runtime.generate(item.messages, grammar=g, tools=tools_json, max_tokens=max_tokens)).text
-            held_calls = grammar.parse_tool_calls(held, envelope=envelope) or []
+            held_calls = grammar.parse_tool_calls(held, envelope=envelope, preamble=variant.preamble) or []
         except Exception as exc:  # any failure of the stack is a failed answer, reported as such
             held_error = f"{type(exc).__name__}: {exc}"
         helds.append(judge(item, category, held, held_calls, held_error))
@@ -418,8 +426,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write every answer and verdict here")
     parser.add_argument("--verbose", action="store_true", help="print each item's verdicts")
     parser.add_argument("--concurrency", type=int, default=8, help="items in flight at once (default 8)")
-    parser.add_argument("--variant", action="append", type=Variant.parse, metavar="ENVELOPES[:WHITESPACE]",
-                        help="a constrained run's envelopes (model, or e.g. hermes,fenced,json) and blanks; repeatable")
+    parser.add_argument("--variant", action="append", type=Variant.parse, metavar="ENVELOPES[:WHITESPACE][+preamble]",
+                        help="a constrained run's envelopes (model, or e.g. hermes,fenced,json), blanks, and "
+                        "+preamble for text before the calls; repeatable")
     models.add_model_option(parser)
     args = parser.parse_args(argv)
     if not corpus_bfcl().is_dir():

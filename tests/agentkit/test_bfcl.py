@@ -141,3 +141,27 @@ async def test_irrelevance_items_are_right_without_a_call_and_wrong_with_one(cor
     assert (free.valid, free.correct, held.valid, held.correct) == (True, True, True, True)
     free, held = await run_item(item, ScriptedRuntime([call, call], tool_call_envelope="json"), "irrelevance", 128)
     assert (free.valid, free.correct, held.valid, held.correct) == (True, False, True, False)
+
+
+def test_variants_parse_and_label_round_trip() -> None:
+    from bench.bfcl import Variant
+
+    for text in ("model", "hermes:12", "hermes,fenced,json:12+preamble", "fenced+preamble"):
+        assert Variant.parse(text).label() == text
+    assert Variant.parse("hermes,fenced+preamble") == Variant(("hermes", "fenced"), None, True)
+    with pytest.raises(Exception, match="only \\+preamble"):
+        Variant.parse("hermes+think")
+
+
+async def test_a_preamble_variant_reads_the_call_after_the_text(corpus: Path) -> None:
+    from bench.bfcl import Variant, run_variants
+    from runtimes.testing import ScriptedRuntime
+
+    [item], _ = load("irrelevance", corpus / "bfcl", 1)
+    [name] = item.tools
+    call = json.dumps({"name": name, "arguments": {k: 1.5 for k in item.tools[name].schema["required"]}},
+                      separators=(",", ":"))
+    text = f"I will use the tool.\n<tool_call>\n{call}\n</tool_call>"
+    runtime = ScriptedRuntime([text, text], tool_call_envelope="hermes")
+    free, [held] = await run_variants(item, runtime, "irrelevance", 128, [Variant(("hermes", "fenced"), None, True)])
+    assert held.calls == [json.loads(call)] and not held.correct and free.calls == held.calls
