@@ -4,8 +4,9 @@ its turn grammar, the same `Agent` decoding freely, and llama-cpp-python's own f
     python -m bench.agent_tasks --model qwen2.5-coder-0.5b
     python -m bench.agent_tasks --model qwen2.5-coder-0.5b --modes constrained free --json out.json
 
-Per mode: tasks whose final answer states the expected facts, model turns, completion tokens
-and wall time (each task run alone, greedy, `--max-steps` turns of up to `--max-tokens`).
+Per mode: tasks whose final answer states the expected facts (success), tasks whose tools'
+successful results held them (facts found: the calls were right, whatever the answer), model
+turns, completion tokens and wall time (each task run alone, greedy, `--max-steps` turns of up to `--max-tokens`).
 `--tool-choice required` runs both agent modes with `tool_choice="required"` (calls until one
 succeeds, an answer forced once a call repeats a success).
 
@@ -64,6 +65,9 @@ class Outcome:
     seconds: float
     calls: list[str] = field(default_factory=list)
     error: str | None = None
+    found: bool = False
+    """Whether the tools' successful results, together, held every expected fact: the model
+    made the calls that answer the task, whatever its final answer."""
 
 
 class FreeDecoding(Runtime):
@@ -113,15 +117,28 @@ async def run_agent(task: Task, agent: Agent, mode: str) -> Outcome:
         return _failed(task, mode, exc, start)
     answer = str(result.output)
     return Outcome(task.id, mode, answer, task.check(answer), result.steps, result.usage.completion_tokens,
-                   time.perf_counter() - start, [f"{r.call.name}({json.dumps(r.call.arguments)})" for r in result.tool_calls])
+                   time.perf_counter() - start, [f"{r.call.name}({json.dumps(r.call.arguments)})" for r in result.tool_calls],
+                   found=_found(task, result.messages))
 
 
 def _failed(task: Task, mode: str, exc: RunError, start: float, answer: str = "") -> Outcome:
     usage = getattr(exc, "usage", None)
-    turns = [str(m.get("content")) for m in getattr(exc, "messages", []) if m.get("role") == "assistant"]
+    messages = getattr(exc, "messages", [])
+    turns = [str(m.get("content")) for m in messages if m.get("role") == "assistant"]
     return Outcome(task.id, mode, answer, bool(answer) and task.check(answer), len(turns),
                    usage.completion_tokens if usage else 0, time.perf_counter() - start,
-                   [" ".join(t.split())[:120] for t in turns], f"{type(exc).__name__}: {exc}")
+                   [" ".join(t.split())[:120] for t in turns], f"{type(exc).__name__}: {exc}",
+                   _found(task, messages))
+
+
+def _found(task: Task, messages: Sequence[dict[str, Any]]) -> bool:
+    """Whether the run's successful tool results hold the task's facts."""
+    results = [str(m["content"]) for m in messages if m.get("role") == "tool"]
+    return _holds(task, results)
+
+
+def _holds(task: Task, results: Sequence[str]) -> bool:
+    return task.check(" ".join(r for r in results if not r.startswith("Error:")))
 
 
 def run_llama_cpp_python(task: Task, llm: Any, max_steps: int, max_tokens: int) -> Outcome:
@@ -130,27 +147,28 @@ def run_llama_cpp_python(task: Task, llm: Any, max_steps: int, max_tokens: int) 
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
                                       {"role": "user", "content": task.question}]
     openai_tools = [t.to_openai() for t in TOOLS]
-    start, tokens, calls = time.perf_counter(), 0, []
+    start, tokens, calls, results = time.perf_counter(), 0, [], []
     for step in range(1, max_steps + 1):
         try:
             response = llm.create_chat_completion(messages=messages, tools=openai_tools, tool_choice="auto",
                                                   max_tokens=max_tokens, temperature=0.0)
         except Exception as exc:  # the handler's own failures (bad JSON, grammar errors) end the task
             return Outcome(task.id, "llama-cpp-python", "", False, step, tokens, time.perf_counter() - start,
-                           calls, f"{type(exc).__name__}: {exc}")
+                           calls, f"{type(exc).__name__}: {exc}", _holds(task, results))
         tokens += response["usage"]["completion_tokens"]
         message = response["choices"][0]["message"]
         if not message.get("tool_calls"):
             answer = message.get("content") or ""
             return Outcome(task.id, "llama-cpp-python", answer, task.check(answer), step, tokens,
-                           time.perf_counter() - start, calls)
+                           time.perf_counter() - start, calls, found=_holds(task, results))
         messages.append({"role": "assistant", "content": None, "tool_calls": message["tool_calls"]})
         for call in message["tool_calls"]:
             name, arguments = call["function"]["name"], call["function"]["arguments"]
             calls.append(f"{name}({arguments})")
-            messages.append({"role": "user", "content": f"functions.{name} returned: {_run_tool(tools, name, arguments)}"})
+            results.append(_run_tool(tools, name, arguments))
+            messages.append({"role": "user", "content": f"functions.{name} returned: {results[-1]}"})
     return Outcome(task.id, "llama-cpp-python", "", False, max_steps, tokens, time.perf_counter() - start, calls,
-                   f"StepLimitExceeded: no final answer after {max_steps} model turns")
+                   f"StepLimitExceeded: no final answer after {max_steps} model turns", _holds(task, results))
 
 
 def _run_tool(tools: dict[str, Tool], name: str, arguments: str) -> str:
@@ -204,7 +222,8 @@ def _run_llama_cpp_python(path: str | None, tasks: Sequence[Task], max_steps: in
 
 
 def report(outcomes: Sequence[Outcome], modes: Sequence[str]) -> str:
-    head = f"{'mode':<18} {'tasks':>5} {'success':>8} {'steps/task':>10} {'tokens/task':>11} {'s/task':>7} {'errors':>6}"
+    head = (f"{'mode':<18} {'tasks':>5} {'success':>8} {'facts found':>11} {'steps/task':>10} {'tokens/task':>11} "
+            f"{'s/task':>7} {'errors':>6}")
     lines = [head, "-" * len(head)]
     for mode in modes:
         rows = [o for o in outcomes if o.mode == mode]
@@ -212,7 +231,8 @@ def report(outcomes: Sequence[Outcome], modes: Sequence[str]) -> str:
             continue
         n = len(rows)
         lines.append(
-            f"{mode:<18} {n:>5} {sum(o.success for o in rows) / n:>8.1%} {sum(o.steps for o in rows) / n:>10.2f} "
+            f"{mode:<18} {n:>5} {sum(o.success for o in rows) / n:>8.1%} {sum(o.found for o in rows) / n:>11.1%} "
+            f"{sum(o.steps for o in rows) / n:>10.2f} "
             f"{sum(o.completion_tokens for o in rows) / n:>11.1f} {sum(o.seconds for o in rows) / n:>7.2f} "
             f"{sum(o.error is not None for o in rows):>6}"
         )

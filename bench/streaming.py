@@ -1,7 +1,7 @@
 """What a grammar adds per streamed token, from the user's side: the same prompt streamed through
-`runtimes.default()` with and without the grammar.
+`runtimes.default()` (or `--model`, such as the Qwen evaluation model) with and without the grammar.
 
-    python -m bench.streaming [--rounds 3] [--max-tokens 120] [--schema NAME ...]
+    python -m bench.streaming [--rounds 3] [--max-tokens 120] [--schema NAME ...] [--model NAME|PATH]
 
 Per schema: the first constrained request (a grammar not seen before: compile plus its cold
 states) is timed apart; then free and constrained requests take turns, `rounds` of each, and the
@@ -17,7 +17,7 @@ import sys
 import time
 
 import grammar
-import runtimes
+from bench import models
 from bench.masker import SCHEMAS as MASKER_SCHEMAS
 
 PERSON = {
@@ -52,8 +52,9 @@ async def _stream(rt, prompt: str, g: grammar.Grammar | None, max_tokens: int) -
     return last - start, intervals[1:]  # the first piece also waits for the prompt
 
 
-async def run(names: list[str], rounds: int, max_tokens: int) -> None:
-    rt = runtimes.default()
+async def run(names: list[str], rounds: int, max_tokens: int, model: str | None = None) -> None:
+    rt = models.runtime(model)
+    print(f"model: {rt.name}")
     await _stream(rt, "Hello.", None, 8)  # the model loaded and warm
     print(f"{'schema':16s} {'first ms':>9s} {'free ms/tok':>12s} {'grammar ms/tok':>15s} {'ratio':>6s}")
     for name in names:
@@ -74,8 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=120)
     parser.add_argument("--schema", action="append", choices=sorted(SCHEMAS), help="repeatable; default all")
+    models.add_model_option(parser)
     args = parser.parse_args(argv)
-    asyncio.run(run(args.schema or list(SCHEMAS), args.rounds, args.max_tokens))
+    asyncio.run(run(args.schema or list(SCHEMAS), args.rounds, args.max_tokens, args.model))
     return 0
 
 

@@ -72,7 +72,7 @@ def test_a_scripted_model_solves_a_task_through_the_agent() -> None:
         "The order costs 51.75 USD.",
     ])
     outcome = asyncio.run(run_agent(task, task_agent(model, 8, 256), "constrained"))
-    assert (outcome.success, outcome.steps, outcome.error) == (True, 3, None)
+    assert (outcome.success, outcome.found, outcome.steps, outcome.error) == (True, True, 3, None)
     assert outcome.calls == ['get_order({"order_id": "B-2210"})', 'multiply({"a": 3, "b": 17.25})']
 
 
@@ -80,8 +80,19 @@ def test_a_task_that_hits_the_step_limit_fails_with_its_turns_kept() -> None:
     task = TASKS[0]
     model = ScriptedRuntime(['{"name":"get_user","arguments":{"user_id":17}}'] * 2)
     outcome = asyncio.run(run_agent(task, task_agent(model, 2, 256), "constrained"))
-    assert not outcome.success and outcome.steps == 2
+    assert not outcome.success and not outcome.found and outcome.steps == 2
     assert outcome.error.startswith("StepLimitExceeded")
+
+
+def test_facts_found_by_the_calls_count_apart_from_the_answer() -> None:
+    task = next(t for t in TASKS if t.id == "warmer_city")
+    model = ScriptedRuntime(['{"name":"get_weather","arguments":{"city":"Oslo"}}',
+                             '{"name":"get_weather","arguments":{"city":"Cairo"}}', "Oslo is warmer."])
+    outcome = asyncio.run(run_agent(task, task_agent(model, 8, 256), "constrained"))
+    assert (outcome.success, outcome.found) == (False, True)
+    erring = ScriptedRuntime(['{"name":"get_weather","arguments":{"city":"Rome"}}', "Cairo."])
+    outcome = asyncio.run(run_agent(task, task_agent(erring, 8, 256), "constrained"))
+    assert (outcome.success, outcome.found) == (True, False)  # an error listing the known cities finds nothing
 
 
 @pytest.mark.parametrize("written", [
@@ -130,7 +141,7 @@ def test_the_llama_cpp_python_loop_feeds_results_and_errors_back() -> None:
         {"role": "assistant", "content": "51.75 USD"},
     ])
     outcome = run_llama_cpp_python(task, llm, max_steps=8, max_tokens=64)
-    assert (outcome.success, outcome.steps, outcome.completion_tokens) == (True, 4, 28)
+    assert (outcome.success, outcome.found, outcome.steps, outcome.completion_tokens) == (True, True, 4, 28)
     last = llm.seen[-1]
     assert last[0]["role"] == "system" and last[-1] == {"role": "user", "content": "functions.multiply returned: 51.75"}
     assert "no order 'Z-1'" in last[3]["content"]
