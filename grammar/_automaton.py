@@ -524,7 +524,7 @@ class Automaton:
         "nfa", "class_of", "class_list", "_reps", "_class_edges", "n_classes", "class_bounds", "single_byte",
         "_forced", "_unbuilt", "_overlapping", "configs", "index", "accepting", "depths", "rows", "_whole", "_capacity", "table", "exits",
         "_exit_config", "_frames", "_moves", "_single_moves", "link_bytes", "links", "_jumps", "_runs",
-        "_spans", "_locals", "tail_returns", "start",
+        "_spans", "_locals", "_tails", "start",
     )
 
     def __init__(self, rules: Rules):
@@ -550,11 +550,7 @@ class Automaton:
         self._runs: dict[int, tuple[bytes, int, int]] = {}  # see `literal_run`
         self._spans: dict[int, list[tuple[int, int]]] = {}  # see `byte_spans`
         self._locals: dict[int, tuple[tuple[int, ...], bool, tuple[int, ...]]] = {}
-        # Return states that only end the calling rule: a call that returns there (a tail call,
-        # such as each optional property's "rest of the object" in a JSON object's chain) goes
-        # straight back to the caller's caller, so it pushes no frame and a long chain of them
-        # neither deepens the stack nor meets the depth bound.
-        self.tail_returns = {ret for calls in nfa.calls for _, ret in calls if self._only_ends_rule(ret)}
+        self._tails: dict[int, bool] = {}  # see `is_tail_return`
         self.start = self._intern(self._closure([(nfa.root_start, ())]))
 
     def _classes(self, nfa: _NFA) -> None:
@@ -635,6 +631,17 @@ class Automaton:
             found = self._locals[q] = (tuple(states), nfa.root_end in seen, tuple(specials))
         return found
 
+    def is_tail_return(self, q: int) -> bool:
+        """Whether return state `q` only ends the calling rule: a call that returns there (a
+        tail call, such as each optional property's "rest of the object" in a JSON object's
+        chain) goes straight back to the caller's caller, so it pushes no frame and a long
+        chain of them neither deepens the stack nor meets the depth bound. Decided on first
+        use: a schema of many bounded strings has thousands of calls, few of them taken."""
+        found = self._tails.get(q)
+        if found is None:
+            found = self._tails[q] = self._only_ends_rule(q)
+        return found
+
     def _only_ends_rule(self, q: int) -> bool:
         """Whether epsilon edges from `q` lead only to the end of its (called) rule: no byte,
         no call, and not the end of the root, which a configuration on the empty stack needs."""
@@ -674,7 +681,7 @@ class Automaton:
                 if nfa.calls[u]:
                     depth = stack_depth(stack)
                     for callee, ret in nfa.calls[u]:
-                        if stack and ret in self.tail_returns:
+                        if stack and self.is_tail_return(ret):
                             todo.append((callee, stack))  # returns where the caller would
                         elif depth < MAX_STACK_DEPTH or callee in nfa.shared_starts:
                             todo.append((callee, (ret, stack, depth + 1)))

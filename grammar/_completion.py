@@ -193,7 +193,7 @@ class Completion:
         if self._frames is not None:
             return self._frames
         nfa = self.compiled.automaton.nfa
-        tails = self.compiled.automaton.tail_returns
+        is_tail = self.compiled.automaton.is_tail_return
         n = len(nfa.eps)
         reachable = np.concatenate([[0], np.cumsum(self.compiled.tables.single_bytes)]).tolist()
         steps: list[list[int]] = [[] for _ in range(n)]  # byte edges a single token can take
@@ -231,8 +231,8 @@ class Completion:
                 for callee, ret in nfa.calls[p]:
                     cost = to_end[callee] + to_end[ret]
                     if cost < best:
-                        # A tail call pushes no frame (see `Automaton.tail_returns`).
-                        deep = pushes[callee] if ret in tails else max(pushes[callee] + 1, pushes[ret])
+                        # A tail call pushes no frame (see `Automaton.is_tail_return`).
+                        deep = pushes[callee] if is_tail(ret) else max(pushes[callee] + 1, pushes[ret])
                         best = cost
                 if best < to_end[p]:
                     to_end[p], pushes[p] = best, deep
