@@ -137,8 +137,8 @@ def get_exchange_rate(base: str, target: str) -> float:
     """Get how many units of the target currency one unit of the base currency buys.
 
     Args:
-        base: ISO code of the currency converted from, such as USD.
-        target: ISO code of the currency converted to, such as EUR.
+        base: ISO code of the currency converted from, such as CHF.
+        target: ISO code of the currency converted to, such as SEK.
     """
     return _known(RATES, (base.strip().upper(), target.strip().upper()), "exchange rate")
 
@@ -158,7 +158,7 @@ def get_stock_price(symbol: str) -> dict:
     """Get the latest price of a stock.
 
     Args:
-        symbol: The ticker symbol, such as GBX.
+        symbol: The ticker symbol, such as ACME.
     """
     symbol = symbol.strip().upper()
     return {"symbol": symbol, "price": _known(PRICES, symbol, "symbol"), "currency": "USD"}

@@ -42,6 +42,15 @@ def test_each_call_takes_its_keys_from_the_question_or_earlier_results(task: Tas
         seen += " " + json.dumps(result).lower()
 
 
+@pytest.mark.parametrize("task", TASKS, ids=[t.id for t in TASKS])
+def test_no_tool_description_gives_away_a_key_the_question_lacks(task: Task) -> None:
+    docs = json.dumps([t.to_openai() for t in TOOLS]).lower()
+    for name, arguments in task.solution:
+        for value in arguments.values():
+            if isinstance(value, str) and value.lower() not in task.question.lower():
+                assert value.lower() not in docs, f"{task.id}: {name} gets {value!r} from a tool's description"
+
+
 def test_task_ids_are_unique_and_there_are_about_twenty() -> None:
     assert len({t.id for t in TASKS}) == len(TASKS) >= 20
 
