@@ -305,6 +305,16 @@ def _lines(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+_ATTEMPT = re.compile(r'^\s*(\{|\[\s*\{|```json|<tool_call>)|"name"\s*:|<tool_call>')
+
+
+def attempted_call(text: str) -> bool:
+    """Whether a free answer tries to call a tool, parsed or not: BFCL counts an irrelevance
+    answer whose call does not decode (JSON with comments, `3 * 10**8`, cut by the budget) as
+    no call, though the model meant one."""
+    return bool(_ATTEMPT.search(text))
+
+
 def judge(item: Item, category: str, text: str, calls: list[dict[str, Any]], error: str | None) -> Outcome:
     """An answer's verdicts: well-formed calls (or, where no call is right, no call or
     well-formed ones), and right (the expected calls; or no call at all)."""
@@ -447,6 +457,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skipped {why}")
         print(f"{s.name}: {s.seconds:.0f} s for {len(s.runs)} items ({1 + len(variants)} generations each)"
               + ("; its AST columns are the rate of answers with no call" if s.name in NO_CALL else ""))
+        if s.name in NO_CALL:
+            attempts = sum(free.correct and attempted_call(free.text) for free, _ in s.runs)
+            print(f"  of the free answers counted as no call, {attempts} attempt a call that does not parse "
+                  f"(counted as calls, the free no-call rate is {_rate(sum(f.correct for f, _ in s.runs) - attempts, len(s.runs)).strip()})")
         for free, held in s.runs:
             for run, o in (("unconstrained", free), *((v.label(), h) for v, h in zip(variants, held, strict=True))):
                 if o.error:

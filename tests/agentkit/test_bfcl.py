@@ -165,3 +165,12 @@ async def test_a_preamble_variant_reads_the_call_after_the_text(corpus: Path) ->
     runtime = ScriptedRuntime([text, text], tool_call_envelope="hermes")
     free, [held] = await run_variants(item, runtime, "irrelevance", 128, [Variant(("hermes", "fenced"), None, True)])
     assert held.calls == [json.loads(call)] and not held.correct and free.calls == held.calls
+
+
+def test_a_malformed_call_is_an_attempt_and_prose_is_not() -> None:
+    from bench.bfcl import attempted_call
+
+    assert attempted_call('```json\n{\n  "name": "f",\n  "arguments": {"v": 100, // m/s\n')
+    assert attempted_call('{"name": "Cooking Recipes", "arguments": {}}')
+    assert attempted_call("Let me call it.\n<tool_call>\n{broken")
+    assert not attempted_call("No tool here can answer that; the area is half of base times height.")
