@@ -475,9 +475,6 @@ class Agent(Generic[OutputT]):
     def _outcome_feedback(self, record: ToolCallRecord) -> str:
         if record.error is None:
             return render_result(record.result)
-        if isinstance(record.error, ToolArgumentsError):
-            problems = "\n".join(f"- {v}" for v in record.error.violations)
-            return f"Error: invalid arguments for {record.call.name}:\n{problems}\nCall it again with valid arguments."
         return render_error(record.error)
 
     def _count_failures(self, state: _RunState, records: list[ToolCallRecord]) -> None:

@@ -11,6 +11,8 @@ import pydantic_core
 
 import grammar
 
+from ._errors import ToolArgumentsError
+
 Envelope = Literal["json", "hermes", "fenced"]
 CALL_WHITESPACE = 12
 """Blanks a call's JSON may hold between tokens: pretty-printed to a depth of five."""
@@ -150,5 +152,9 @@ def render_result(value: Any) -> str:
 
 
 def render_error(error: BaseException) -> str:
-    """An exception as the model reads it in a tool message."""
+    """An exception as the model reads it in a tool message: for arguments that did not
+    validate, each violation and a request to call again."""
+    if isinstance(error, ToolArgumentsError):
+        problems = "\n".join(f"- {v}" for v in error.violations)
+        return f"Error: invalid arguments for {error.tool}:\n{problems}\nCall it again with valid arguments."
     return f"Error: {type(error).__name__}: {error}"

@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import runtimes
-from agentkit import Agent, RunError, Tool, ToolArgumentsError, UnexpectedModelOutput
+from agentkit import Agent, RunError, Tool, UnexpectedModelOutput
+from agentkit._messages import render_error, render_result
 from bench import models
 from bench._progress import progress
 from bench.agent_world import SYSTEM_PROMPT, TASKS, TOOLS, Task
@@ -177,12 +178,9 @@ def _run_tool(tools: dict[str, Tool], name: str, arguments: str) -> str:
         return f"Error: no tool named {name!r}"
     t = tools[name]
     try:
-        return json.dumps(asyncio.run(t.call(t.validate(arguments))), ensure_ascii=False)
-    except ToolArgumentsError as exc:
-        problems = "\n".join(f"- {v}" for v in exc.violations)
-        return f"Error: invalid arguments for {name}:\n{problems}\nCall it again with valid arguments."
-    except Exception as exc:  # a failing tool is reported to the model
-        return f"Error: {type(exc).__name__}: {exc}"
+        return render_result(asyncio.run(t.call(t.validate(arguments))))
+    except Exception as exc:  # invalid arguments or a failing tool: reported to the model
+        return render_error(exc)
 
 
 def evaluate(modes: Sequence[str], model: str | None, tasks: Sequence[Task], max_steps: int, max_tokens: int,

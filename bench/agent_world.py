@@ -3,9 +3,8 @@ and tasks whose final answer can be checked.
 
 The data is made up (user 17 lives in Lyon, order B-2210 holds 3 items at 17.25), so a model
 cannot answer from memory: every right answer needs the calls. Each task names the facts its
-answer must state; `Task.check` reads numbers loosely (commas, rounding to cents) and words
-case-insensitively (a whole number must be exact, a fraction
-within a cent).
+answer must state; `Task.check` reads words case-insensitively and numbers with or without
+thousands commas (a whole number exactly, a fraction to within a cent).
 """
 
 from __future__ import annotations

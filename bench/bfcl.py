@@ -305,7 +305,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-_ATTEMPT = re.compile(r'^\s*(\{|\[\s*\{|```json|<tool_call>)|"name"\s*:|<tool_call>')
+_ATTEMPT = re.compile(r'^\s*(\{|\[\s*\{|```json)|"name"\s*:|<tool_call>')
 
 
 def attempted_call(text: str) -> bool:
