@@ -218,7 +218,7 @@ class Agent(Generic[OutputT]):
     def _build_grammar(self, envelopes: tuple[Envelope, ...], kind: TurnKind) -> Grammar | None:
         schemas = [t.tool_schema() for t in self.tools.values()]
         options = {"envelope": envelopes, "max_calls": self.max_calls_per_turn, "lenient": True,
-                   "whitespace": CALL_WHITESPACE, "preamble": self._preamble(kind)}
+                   "whitespace": CALL_WHITESPACE, "preamble": self._preamble(kind, envelopes)}
         if not schemas:
             return self.output.grammar if self.output else None
         if kind == "answer":
@@ -229,13 +229,13 @@ class Agent(Generic[OutputT]):
             return grammar.tool_calls_or_text(schemas, **options)
         return grammar.either(grammar.tool_calls(schemas, **options), self.output.grammar)
 
-    def _preamble(self, kind: TurnKind) -> bool:
+    def _preamble(self, kind: TurnKind, envelopes: tuple[Envelope, ...]) -> bool:
         """Whether text may come before a turn's calls: where the turn may also answer in text.
         Tool models often say what they will do first, and without a preamble that sentence
         is the final answer. Not where a call is required (a small model would spend the
         turn's budget on the preamble), nor beside a typed output, whose JSON a preamble could
-        not be told from."""
-        return kind == "calls_or_answer" and self.output is None
+        not be told from, nor for a list of Python calls, whose `[` prose holds too often."""
+        return kind == "calls_or_answer" and self.output is None and envelopes != ("python",)
 
     def _turn_kind(self, state: _RunState) -> TurnKind:
         """The `tool_choice="required"` policy (see the class docstring); "auto" is always
@@ -389,12 +389,12 @@ class Agent(Generic[OutputT]):
         if generation.finish_reason == "cancelled":
             raise asyncio.CancelledError("the runtime cancelled the generation")
         text = generation.text
+        envelopes = call_envelopes(self.runtime.tool_call_envelope)
         if budget_reached(generation):
             # Calls the model finished before the runtime began closing the turn still run.
             kept = None
             if generation.steered and g is not None:
-                kept = model_written_calls(generation, g, call_envelopes(self.runtime.tool_call_envelope),
-                                           preamble=self._preamble(kind))
+                kept = model_written_calls(generation, g, envelopes, preamble=self._preamble(kind, envelopes))
             if kept is None:
                 raise IncompleteOutput(
                     f"turn {state.step} reached its token limit ({budget} tokens) before the model finished; "
@@ -410,11 +410,11 @@ class Agent(Generic[OutputT]):
         try:
             return parse_turn(
                 text,
-                envelope=call_envelopes(self.runtime.tool_call_envelope),
+                envelope=envelopes,
                 tool_names=set(self.tools),
                 step=state.step,
                 expect_output=self.output is not None,
-                preamble=self._preamble(kind),
+                preamble=self._preamble(kind, envelopes),
             )
         except ValueError as exc:
             raise UnexpectedModelOutput(f"turn {state.step}: {exc}", text=generation.text, **state.context()) from exc

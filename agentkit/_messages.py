@@ -13,14 +13,17 @@ import grammar
 
 from ._errors import ToolArgumentsError
 
-Envelope = Literal["json", "hermes", "fenced"]
+Envelope = Literal["json", "hermes", "fenced", "python"]
 CALL_WHITESPACE = 12
 """Blanks a call's JSON may hold between tokens: pretty-printed to a depth of five."""
 
 
 def call_envelopes(canonical: Envelope) -> tuple[Envelope, ...]:
     """The envelopes a model turn may write calls in: the runtime's own (its template's), then
-    a ```json fence and bare JSON, the forms tool models write unasked."""
+    a ```json fence and bare JSON, the forms tool models write unasked. A list of Python
+    calls stands alone: a model taught it writes every call in it."""
+    if canonical == "python":
+        return ("python",)
     return (canonical,) + tuple(e for e in ("fenced", "json") if e != canonical)
 
 

@@ -37,9 +37,12 @@ def model_written_calls(
     """
     text, end = generation.text, generation.steered_from
     assert end is not None
+    # A list of Python calls is whole only with its `]`: after a finished call, close it.
+    closing = "]" if tuple(envelope) == ("python",) else ""
     for cut in range(end, 0, -1):
-        if text[cut - 1] in "}>`" and g.accepts(text[:cut]) and parse_tool_calls(
-            text[:cut], envelope=envelope, preamble=preamble
+        candidate = text[:cut] + (closing if text[cut - 1] == ")" else "")
+        if candidate[-1] in "}>`]" and g.accepts(candidate) and parse_tool_calls(
+            candidate, envelope=envelope, preamble=preamble
         ):
-            return text[:cut]
+            return candidate
     return None

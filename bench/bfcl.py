@@ -26,6 +26,11 @@ opens them, as `grammar.tool_calls(..., preamble=True)`), as the agent's turns a
 variant is one more constrained run of every item beside the same free run, and gets its own
 table.
 
+`--prompt python` asks for calls as BFCL's prompt mode does: a system message lists the
+function docs and asks for `[func_name1(params_name1=params_value1, ...), func_name2(params)]`,
+and no tools go to the chat template; both runs see it, and the `python` variant holds the
+constrained run to that list (`grammar.tool_calls(..., envelope="python")`).
+
 `irrelevance` items offer tools that do not fit the question: the right answer is no call.
 Its constrained run is held by `grammar.tool_calls_or_text` (a call or text that cannot be
 mistaken for one), and its "AST" columns are the rate of answers with no call, as BFCL scores
@@ -53,6 +58,7 @@ from bench.free_calls import parse_free_calls
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "irrelevance")
 MAX_CALLS = {"simple_python": 1, "multiple": 1, "parallel": 8, "irrelevance": 1}
+PROMPTS = ("template", "python")
 NO_CALL = ("irrelevance",)
 """Categories whose right answer is no call at all."""
 """Calls one answer may hold, per category (BFCL's parallel items expect up to 8)."""
@@ -112,6 +118,33 @@ def build_tools(functions: list[dict[str, Any]]) -> list[Tool]:
 
 def _not_called(arguments: dict[str, Any]) -> None:
     raise RuntimeError("BFCL tools are scored, never run")
+
+
+# BFCL's system prompt for models scored in prompt mode (calls written as a Python list).
+PYTHON_PROMPT = """You are an expert in composing functions. You are given a question and a set of possible functions. \
+Based on the question, you will need to make one or more function/tool calls to achieve the purpose.
+If none of the function can be used, point it out. If the given question lacks the parameters required by the \
+function, also point it out. You should only return the function calls in your response.
+
+If you decide to invoke any of the function(s), you MUST put it in the format of \
+[func_name1(params_name1=params_value1, params_name2=params_value2...), func_name2(params)]
+You SHOULD NOT include any other text in the response.
+
+Here is a list of functions in JSON format that you can invoke.
+{functions}
+"""
+
+
+def prompt_messages(item: Item, prompt: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """The messages and tools one item is asked with: the tools through the chat template
+    (`template`), or listed in BFCL's prompt-mode system message (`python`)."""
+    if prompt == "template":
+        return item.messages, [t.to_openai() for t in item.tools.values()]
+    system = PYTHON_PROMPT.format(functions=json.dumps(item.functions, ensure_ascii=False))
+    rest = item.messages
+    if rest and rest[0].get("role") == "system":
+        system, rest = f"{rest[0]['content']}\n\n{system}", rest[1:]
+    return [{"role": "system", "content": system}, *rest], None
 
 
 # --- reading answers ------------------------------------------------------------------------
@@ -231,6 +264,7 @@ class Item:
     messages: list[dict[str, Any]]
     tools: dict[str, Tool]
     ground_truth: list[dict[str, Any]]
+    functions: list[dict[str, Any]] = field(default_factory=list)  # BFCL's own function docs
 
 
 @dataclass
@@ -296,7 +330,7 @@ def load(category: str, root: Path, limit: int | None) -> tuple[list[Item], list
         except (ToolDefinitionError, ValueError) as exc:
             skipped.append(f"{q['id']}: {exc}")
             continue
-        items.append(Item(q["id"], list(q["question"][0]), tools, answers.get(q["id"], [])))
+        items.append(Item(q["id"], list(q["question"][0]), tools, answers.get(q["id"], []), q["function"]))
     return items, skipped
 
 
@@ -326,20 +360,20 @@ def judge(item: Item, category: str, text: str, calls: list[dict[str, Any]], err
 
 
 async def run_item(item: Item, runtime: Any, category: str, max_tokens: int,
-                   variants: list[Variant] | None = None) -> tuple[Outcome, Outcome]:
+                   variants: list[Variant] | None = None, prompt: str = "template") -> tuple[Outcome, Outcome]:
     """Both runs of one item (the first variant's constrained run). A run that fails (runtime
     or grammar error) counts as invalid, and its error is kept."""
-    free, held = await run_variants(item, runtime, category, max_tokens, variants or [Variant()])
+    free, held = await run_variants(item, runtime, category, max_tokens, variants or [Variant()], prompt)
     return free, held[0]
 
 
 async def run_variants(item: Item, runtime: Any, category: str, max_tokens: int,
-                       variants: list[Variant]) -> tuple[Outcome, list[Outcome]]:
-    """The free run of one item and one constrained run per variant."""
-    tools_json = [t.to_openai() for t in item.tools.values()]
+                       variants: list[Variant], prompt: str = "template") -> tuple[Outcome, list[Outcome]]:
+    """The free run of one item and one constrained run per variant, all asked alike."""
+    messages, tools_json = prompt_messages(item, prompt)
     free, free_found, free_error = "", [], None
     try:
-        free = (await runtime.generate(item.messages, tools=tools_json, max_tokens=max_tokens)).text
+        free = (await runtime.generate(messages, tools=tools_json, max_tokens=max_tokens)).text
         free_found = free_calls(free, item.tools)
     except Exception as exc:  # any failure of the stack is a failed answer, reported as such
         free_error = f"{type(exc).__name__}: {exc}"
@@ -357,7 +391,7 @@ async def run_variants(item: Item, runtime: Any, category: str, max_tokens: int,
                 whitespace=variant.whitespace,
                 preamble=variant.preamble,
             )
-            held = (await runtime.generate(item.messages, grammar=g, tools=tools_json, max_tokens=max_tokens)).text
+            held = (await runtime.generate(messages, grammar=g, tools=tools_json, max_tokens=max_tokens)).text
             held_calls = grammar.parse_tool_calls(held, envelope=envelope, preamble=variant.preamble) or []
         except Exception as exc:  # any failure of the stack is a failed answer, reported as such
             held_error = f"{type(exc).__name__}: {exc}"
@@ -366,7 +400,8 @@ async def run_variants(item: Item, runtime: Any, category: str, max_tokens: int,
 
 
 async def evaluate(categories: list[str], limit: int | None, max_tokens: int, runtime: Any, verbose: bool,
-                   concurrency: int = 8, variants: list[Variant] | None = None) -> list[CategoryScore]:
+                   concurrency: int = 8, variants: list[Variant] | None = None,
+                   prompt: str = "template") -> list[CategoryScore]:
     root = corpus_bfcl()
     scores = []
     gate = asyncio.Semaphore(concurrency)
@@ -374,7 +409,7 @@ async def evaluate(categories: list[str], limit: int | None, max_tokens: int, ru
 
     async def guarded(item: Item, category: str) -> tuple[Outcome, list[Outcome]]:
         async with gate:
-            return await run_variants(item, runtime, category, max_tokens, chosen)
+            return await run_variants(item, runtime, category, max_tokens, chosen, prompt)
 
     for category in categories:
         items, skipped = load(category, root, limit)
@@ -439,16 +474,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variant", action="append", type=Variant.parse, metavar="ENVELOPES[:WHITESPACE][+preamble]",
                         help="a constrained run's envelopes (model, or e.g. hermes,fenced,json), blanks, and "
                         "+preamble for text before the calls; repeatable")
+    parser.add_argument("--prompt", choices=PROMPTS, default="template",
+                        help="how tools are shown: the chat template's way, or BFCL's prompt mode asking for "
+                        "a Python list of calls (use with --variant python)")
     models.add_model_option(parser)
     args = parser.parse_args(argv)
     if not corpus_bfcl().is_dir():
         print(f"BFCL data not found at {corpus_bfcl()}: set AGENTKIT_CORPUS", file=sys.stderr)
         return 2
     runtime = models.runtime(args.model)
-    print(f"model: {runtime.name}  envelope: {runtime.tool_call_envelope}  max_tokens: {args.max_tokens}")
+    print(f"model: {runtime.name}  envelope: {runtime.tool_call_envelope}  prompt: {args.prompt}  "
+          f"max_tokens: {args.max_tokens}")
     variants = args.variant or [Variant()]
     scores = asyncio.run(evaluate(args.categories, args.limit, args.max_tokens, runtime, args.verbose,
-                                  args.concurrency, variants))
+                                  args.concurrency, variants, args.prompt))
     for k, variant in enumerate(variants):
         print(f"constrained: {variant.label()}")
         print(report(scores, k))

@@ -70,6 +70,7 @@ MAX_NEGATION_DEPTH = 6
 MAX_NEGATED_ONE_OF = 8  # its negation names every pair of branches
 MAX_VALUE_DEPTH = 64  # nesting of a const/enum value
 _POSITIONS_PER_RULE = 32  # array positions (prefixItems) lowered into one rule
+KEYWORD_SEP = seq(lit(","), opt(lit(" ")))  # between keyword arguments, as Python is written
 LENGTH_CAP = 512  # longest string an automaton-built string language allows
 SMALL_LENGTH = 64  # up to this maxLength, patterns and lengths are intersected exactly
 _ANY_DECODED = repeat(ANY_CHAR, 0, None)
@@ -186,6 +187,20 @@ def from_json_schema(
         source=source,
         schema=schema,
     )
+
+
+def keyword_arguments(schema: dict | bool, *, lenient: bool = False, whitespace: int | None = None) -> Grammar:
+    """The grammar of an object schema's values written as Python keyword arguments,
+    `name=value, name=value` (values in JSON, blanks as `from_json_schema`; the comma may take
+    one space): the body of a call `f(...)`. Only declared properties can be written."""
+    if not isinstance(schema, (dict, bool)):
+        raise CompileError("a schema must be an object or a boolean", pointer="")
+    if whitespace is not None and (not isinstance(whitespace, int) or whitespace < 0):
+        raise CompileError("whitespace must be a non-negative integer or None", keyword="whitespace")
+    compiler = _Compiler(schema, lenient=lenient, whitespace=whitespace or 0)
+    root = compiler.compile_keywords()
+    return Grammar(compiler.rules | {"root": root}, "root", dropped=tuple(compiler.dropped),
+                   ignored=tuple(compiler.ignored), source="keyword-arguments")
 
 
 # --- merged constraints ---------------------------------------------------------------------------
@@ -485,6 +500,25 @@ class _Compiler:
         root = self.compile_conj([self.document.root])
         self.finish()
         return root
+
+    def compile_keywords(self) -> Node:
+        """The root object's members as Python keyword arguments (`name=value, ...`, values
+        in JSON): only its declared properties, as a call can't spell another key."""
+        root = self.document.root
+        try:
+            alternatives = self.alternatives([root])
+        except _Cyclic:
+            raise CompileError("anyOf/oneOf/if branches lead back to themselves before reaching a value",
+                               keyword="$ref", pointer="") from None
+        parts = []
+        for f in alternatives:
+            if f.values is not None:
+                raise CompileError("keyword arguments can't spell an enum or const of objects",
+                                   keyword="enum", pointer=f.pointer)
+            if "object" in f.kinds:
+                parts.extend(self.lower_object(g, keywords=True) for g in self.excluding_containers(f, "object"))
+        self.finish()
+        return alt(*parts)
 
     def compile_conj(self, conj: list[Place]) -> Node:
         """The JSON texts of values satisfying every place in `conj`, memoized as a rule."""
@@ -1636,7 +1670,8 @@ class _Compiler:
 
     # objects --------------------------------------------------------------------------------
 
-    def lower_object(self, f: Facets) -> Node:
+    def lower_object(self, f: Facets, *, keywords: bool = False) -> Node:
+        """An object's JSON text; with `keywords`, its declared members as keyword arguments."""
         ws = self.ws
         declared: list[str] = []
         for o in f.objects:
@@ -1661,8 +1696,14 @@ class _Compiler:
                 if name in f.required:
                     return NOTHING
                 continue
-            members.append((name, seq(quoted(name), ws, lit(":"), ws, value), name in f.required))
-        extras = self.extra_members(f, declared)
+            if keywords:
+                if not name.isidentifier():
+                    raise CompileError(f"property {name!r} is not an identifier, so it can't be a keyword argument",
+                                       keyword="properties", pointer=f"{f.pointer}/properties/{name}")
+                members.append((name, seq(lit(name + "="), value), name in f.required))
+            else:
+                members.append((name, seq(quoted(name), ws, lit(":"), ws, value), name in f.required))
+        extras = NOTHING if keywords else self.extra_members(f, declared)
         if len(f.other_keys) > MAX_OTHER_KEY:
             raise LimitError("too many 'some other key' constraints", keyword="additionalProperties", pointer=f.pointer)
         others = [
@@ -1670,6 +1711,8 @@ class _Compiler:
              not patterns and names <= set(declared))
             for names, patterns in f.other_keys
         ]
+        if keywords:
+            return self.member_list(members, extras, f.min_props, f.max_props, f.pointer, others, sep=KEYWORD_SEP)
         body = self.member_list(members, extras, f.min_props, f.max_props, f.pointer, others)
         return seq(lit("{"), ws, body, ws, lit("}"))
 
@@ -1759,12 +1802,14 @@ class _Compiler:
         hi: int | None,
         pointer: str,
         others: list[tuple[frozenset[str], bool]] = (),
+        sep: Node | None = None,
     ) -> Node:
         """Declared members in order (optional ones skippable), then extra members, with the
-        member count in lo..hi and commas only between members. Each of `others` (names, extras
-        count) asks for a member named in `names`, or an extra one where `extras count`."""
-        ws = self.ws
-        sep = seq(ws, lit(","), ws)
+        member count in lo..hi and `sep` (a comma) only between members. Each of `others`
+        (names, extras count) asks for a member named in `names`, or an extra one where
+        `extras count`."""
+        if sep is None:
+            sep = seq(self.ws, lit(","), self.ws)
         n = len(members)
         if hi is not None and hi < lo:
             return NOTHING

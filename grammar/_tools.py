@@ -9,11 +9,16 @@ another, separated by a newline. `whitespace` allows up to that many blanks betw
 tokens of the call (so a model may pretty-print it as it would unconstrained). `preamble`
 lets free text come before the first call, as tool models often write ("I will look that up."):
 the text holds no tag or fence opening, and the first one it reaches begins the call.
+
+`"python"` is the other way tool models write calls (BFCL's prompt mode, Llama 3.2's
+template): all of a turn's calls in one list, `[get_weather(city="Paris"), f(n=2)]`, each
+argument `name=value` with the value in JSON. It is used alone, not beside other envelopes.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Sequence
 
@@ -22,7 +27,7 @@ from ._grammar import Dropped, Grammar, Ignored, merge_rules
 from ._ir import ANY_CHAR, Node, alt, char_set, lit, negate, opt, ref, repeat, seq, star
 from ._timing import logged_compile, tool_set_size
 
-Envelope = Literal["json", "hermes", "fenced"]
+Envelope = Literal["json", "hermes", "fenced", "python"]
 
 HERMES_OPEN = "<tool_call>"
 HERMES_CLOSE = "</tool_call>"
@@ -32,7 +37,10 @@ _BLANKS = " \t\r\n"
 # What each envelope writes before and after a call's JSON object.
 _WRAP = {"json": ("", ""), "hermes": (HERMES_OPEN + "\n", "\n" + HERMES_CLOSE), "fenced": (FENCE_OPEN + "\n", "\n" + FENCE_CLOSE)}
 # The text by which each envelope's call is recognised: free text must not start with it.
-_OPENING = {"json": "{", "hermes": HERMES_OPEN, "fenced": FENCE_OPEN}
+_OPENING = {"json": "{", "hermes": HERMES_OPEN, "fenced": FENCE_OPEN, "python": "["}
+# Between two calls of the python envelope's list, and after its last one.
+_PY_SEP = seq(lit(","), opt(lit(" ")))
+_PY_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
 
 
 def envelopes(envelope: Envelope | Sequence[Envelope]) -> tuple[Envelope, ...]:
@@ -41,8 +49,12 @@ def envelopes(envelope: Envelope | Sequence[Envelope]) -> tuple[Envelope, ...]:
     if not chosen:
         raise CompileError("at least one envelope is needed", keyword="envelope")
     for e in chosen:
-        if e not in _WRAP:
-            raise CompileError(f"unknown envelope {e!r}: use 'json', 'hermes' or 'fenced'", keyword="envelope")
+        if e not in _OPENING:
+            raise CompileError(f"unknown envelope {e!r}: use 'json', 'hermes', 'fenced' or 'python'",
+                               keyword="envelope")
+    if "python" in chosen and len(chosen) > 1:
+        raise CompileError("the 'python' envelope writes every call in one list: it can't be mixed with others",
+                           keyword="envelope")
     return chosen
 
 
@@ -65,6 +77,18 @@ def arguments(
     """The grammar of one argument object for a tool with this JSON Schema."""
     from ._jsonschema import from_json_schema
 
+    return from_json_schema(_object_schema(schema), lenient=lenient, whitespace=whitespace)
+
+
+def _keyword_arguments(schema: dict[str, Any] | bool, *, lenient: bool, whitespace: int | None) -> Grammar:
+    """A tool's arguments as the keyword arguments of a Python call (the python envelope)."""
+    from ._jsonschema import keyword_arguments
+
+    return keyword_arguments(_object_schema(schema), lenient=lenient, whitespace=whitespace)
+
+
+def _object_schema(schema: dict[str, Any] | bool) -> dict[str, Any] | bool:
+    """`schema` held to objects: arguments are always an object."""
     if isinstance(schema, dict):
         declared = schema.get("type")
         if declared is not None and declared != "object" and not (
@@ -76,12 +100,13 @@ def arguments(
         schema = {**schema, "type": "object"}
     elif schema is True:
         schema = {"type": "object"}
-    return from_json_schema(schema, lenient=lenient, whitespace=whitespace)
+    return schema
 
 
 def _call_rules(
-    tools: Sequence[ToolSchema], lenient: bool, whitespace: int | None
+    tools: Sequence[ToolSchema], lenient: bool, whitespace: int | None, python: bool = False
 ) -> tuple[Node, dict[str, Node], tuple[Dropped, ...], tuple[Ignored, ...]]:
+    """One call of any of the tools: the JSON call object, or (`python`) `name(arguments)`."""
     if not tools:
         raise CompileError("at least one tool is needed", keyword="tools")
     names = [t.name for t in tools]
@@ -94,8 +119,10 @@ def _call_rules(
     dropped: list[Dropped] = []
     ignored: list[Ignored] = []
     for i, tool in enumerate(tools):
+        if python and not _PY_NAME.fullmatch(tool.name):
+            raise CompileError(f"tool name {tool.name!r} can't be written as a Python call", keyword="name")
         try:
-            g = arguments(tool.schema, lenient=lenient, whitespace=whitespace)
+            g = (_keyword_arguments if python else arguments)(tool.schema, lenient=lenient, whitespace=whitespace)
         except CompileError as exc:
             raise CompileError(
                 f"tool {tool.name!r}: {exc.reason}",
@@ -105,7 +132,9 @@ def _call_rules(
         prefix = f"t{i}-"
         rules.update(merge_rules((prefix, g.rules)))
         name = json.dumps(tool.name, ensure_ascii=False)
-        if ws is None:
+        if python:
+            branches.append(seq(lit(tool.name + "("), ref(prefix + g.root), lit(")")))
+        elif ws is None:
             branches.append(seq(lit('{"name":' + name + ',"arguments":'), ref(prefix + g.root), lit("}")))
         else:
             pieces = ["{", '"name"', ":", name, ",", '"arguments"', ":"]
@@ -134,12 +163,17 @@ def _later_calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None
 
 
 def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None) -> Node:
+    if chosen == ("python",):
+        if max_calls is not None and max_calls < 1:
+            raise CompileError("max_calls must be at least 1", keyword="max_calls")
+        more = None if max_calls is None else max_calls - 1
+        return seq(lit("["), call, repeat(seq(_PY_SEP, call), 0, more), lit("]"))
     return seq(_one_call(call, chosen), _later_calls(call, chosen, max_calls))
 
 
 def _delimited(chosen: tuple[Envelope, ...]) -> tuple[Envelope, ...]:
     """The envelopes a call may open after a preamble: those with an opening of their own."""
-    found = tuple(e for e in chosen if e != "json")
+    found = tuple(e for e in chosen if e in ("hermes", "fenced"))
     if not found:
         raise CompileError("a preamble needs an envelope that opens with a tag or fence ('hermes' or 'fenced')",
                            keyword="preamble")
@@ -200,7 +234,7 @@ def tool_calls(
     """One to `max_calls` tool calls (None: any number), newline-separated; with `preamble`,
     free text may come first, and the first tag or fence it reaches opens the calls."""
     chosen = envelopes(envelope)
-    call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace)
+    call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=chosen == ("python",))
     rules["root"] = _calls(call, chosen, max_calls)
     if preamble:
         rules.update(_preamble_rules(call, chosen, max_calls, may_end=False))
@@ -245,7 +279,7 @@ def tool_calls_or_text(
     With `preamble`, the text holds no tag or fence opening anywhere; the first it reaches
     opens calls, so "Let me check.\n<tool_call>…" is a call, not an answer that holds one."""
     chosen = envelopes(envelope)
-    call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace)
+    call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=chosen == ("python",))
     rules["calls"] = _calls(call, chosen, max_calls)
     if preamble:
         rules.update(_preamble_rules(call, chosen, max_calls, may_end=True))
@@ -285,6 +319,11 @@ def parse_tool_calls(
         if not found:
             return None
         stripped = stripped[min(found):]
+    if chosen == ("python",):
+        calls, end = _python_calls(stripped)
+        if end != len(stripped):
+            raise ValueError(f"unexpected text after the calls at offset {end}")
+        return calls
     calls = []
     decoder = json.JSONDecoder()
     pos = 0
@@ -309,6 +348,40 @@ def parse_tool_calls(
                 raise ValueError(f"expected {close} at offset {pos}")
             pos = _skip_blanks(stripped, pos + len(close))
     return calls
+
+
+_PY_KEY = re.compile(r"(\w+)=")
+
+
+def _python_calls(text: str) -> tuple[list[dict[str, Any]], int]:
+    """The calls of a python-envelope list at the start of `text`, and where the list ends."""
+    decoder = json.JSONDecoder()
+    calls = []
+    pos = 1  # past "["
+    while True:
+        name = _PY_NAME.match(text, pos)
+        if name is None or not text.startswith("(", name.end()):
+            raise ValueError(f"expected a call name( at offset {pos}")
+        pos = name.end() + 1
+        args: dict[str, Any] = {}
+        while not text.startswith(")", pos):
+            if args:
+                pos = _after_comma(text, pos)
+            key = _PY_KEY.match(text, pos)
+            if key is None:
+                raise ValueError(f"expected name= at offset {pos}")
+            args[key.group(1)], pos = decoder.raw_decode(text, key.end())
+        calls.append({"name": name.group(), "arguments": args})
+        pos += 1
+        if text.startswith("]", pos):
+            return calls, pos + 1
+        pos = _after_comma(text, pos)
+
+
+def _after_comma(text: str, pos: int) -> int:
+    if not text.startswith(",", pos):
+        raise ValueError(f"expected , at offset {pos}")
+    return pos + 2 if text.startswith(" ", pos + 1) else pos + 1
 
 
 def _skip_blanks(text: str, pos: int) -> int:

@@ -10,16 +10,26 @@ lists them and says exactly how to write a call.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
 from ._protocol import ToolCallEnvelope
 
 
+_PYTHONIC = re.compile(r"\[\s*func_name\w*\s*\(")
+
+
 def tool_call_envelope(template: str | None) -> ToolCallEnvelope:
     """How a model with this chat template writes a tool call: "hermes" when the template
-    knows `<tool_call>` tags, else a bare JSON object ("json")."""
-    return "hermes" if template and "<tool_call>" in template else "json"
+    knows `<tool_call>` tags, "python" when it asks for a list of Python calls
+    (`[func_name1(params_name1=params_value1, ...)]`, as pythonic tool templates do), else a
+    bare JSON object ("json")."""
+    if template and "<tool_call>" in template:
+        return "hermes"
+    if template and _PYTHONIC.search(template):
+        return "python"
+    return "json"
 
 
 def tool_instructions(tools: list[dict[str, Any]], envelope: ToolCallEnvelope) -> str:
@@ -28,6 +38,8 @@ def tool_instructions(tools: list[dict[str, Any]], envelope: ToolCallEnvelope) -
     example = '{"name":"<tool name>","arguments":<arguments as a JSON object>}'
     if envelope == "hermes":
         example = f"<tool_call>{example}</tool_call>"
+    elif envelope == "python":
+        example = '[<tool name>(<argument>=<JSON value>, ...), <tool name>(...)]'
     lines = [
         "You can call the tools below. To call a tool, answer with exactly this form and nothing else:",
         example,

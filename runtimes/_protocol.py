@@ -11,7 +11,7 @@ from typing import Any, Literal
 from grammar import Grammar
 
 FinishReason = Literal["stop", "length", "grammar_complete", "cancelled"]
-ToolCallEnvelope = Literal["json", "hermes"]
+ToolCallEnvelope = Literal["json", "hermes", "python"]
 Messages = list[dict[str, Any]] | str
 
 
@@ -131,7 +131,8 @@ class Runtime(ABC):
 
     `tools` are OpenAI function-tool dicts ({"type": "function", "function": {...}}); the runtime
     shows them to the model. `tool_call_envelope` says how the model is expected to write a call:
-    "hermes" (<tool_call>{...}</tool_call>, when its chat template uses that) or "json".
+    "hermes" (<tool_call>{...}</tool_call>, when its chat template uses that), "python"
+    (`[f(a=1), g(b="x")]`, when its template asks for calls so) or "json".
     """
 
     name: str = "runtime"

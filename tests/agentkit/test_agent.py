@@ -281,6 +281,44 @@ async def test_calls_the_model_finished_before_a_steered_close_still_run() -> No
     assert result.output == "Mild."
 
 
+async def test_a_runtime_taught_python_calls_gets_them_parsed_and_run() -> None:
+    """A pythonic template's model writes every call of a turn in one list; no preamble, no
+    JSON fallback, since a list stands alone."""
+    rt = ScriptedRuntime(['[get_weather(city="Oslo", days=2), to_fahrenheit(celsius=21)]', "Mild."],
+                         tool_call_envelope="python")
+    agent = Agent([get_weather, to_fahrenheit], rt)
+    result = await agent.run("Weather in Oslo?")
+    assert [(r.call.name, r.result) for r in result.tool_calls] == [
+        ("get_weather", {"city": "Oslo", "temp_c": 21, "days": 2}), ("to_fahrenheit", 69.8)]
+    g = agent.turn_grammar("python")
+    assert g.accepts('[get_weather(city="x")]') and g.accepts("Mild.")
+    assert not g.accepts(call("get_weather", '{"city":"x"}'))
+
+
+async def test_python_calls_finished_before_a_steered_close_still_run() -> None:
+    whole = '[get_weather(city="Oslo", days=2)'
+    text = whole + ', get_weather(city="O")]'
+    steered = Generation(text, "grammar_complete", Usage(10, 40), steered_from=len(whole) + 14)
+    rt = ScriptedRuntime([steered, "Mild."], tool_call_envelope="python")
+    result = await Agent([get_weather], rt, max_tokens=40).run("Weather in Oslo?")
+    assert [r.arguments.days for r in result.tool_calls] == [2]
+    assert result.messages[1]["content"] == whole + "]"
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_random_models_writing_python_calls_end_in_a_result_or_a_typed_error(seed: int) -> None:
+    agent = Agent([get_weather, to_fahrenheit], RandomRuntime(seed=seed, tool_call_envelope="python"),
+                  max_steps=3, max_tokens=48)
+    try:
+        result = agent.run_sync("weather?")
+    except RunError as error:
+        assert error.messages[0] == {"role": "user", "content": "weather?"}
+        return
+    for record in result.tool_calls:
+        assert isinstance(record.arguments, agent.tools[record.call.name].args_type)
+
+
 async def test_a_steered_close_with_no_finished_call_is_incomplete() -> None:
     text = call("get_weather", '{"city":"O"}')
     rt = ScriptedRuntime([Generation(text, "grammar_complete", Usage(10, 20), steered_from=25)])

@@ -174,3 +174,25 @@ def test_a_malformed_call_is_an_attempt_and_prose_is_not() -> None:
     assert attempted_call('{"name": "Cooking Recipes", "arguments": {}}')
     assert attempted_call("Let me call it.\n<tool_call>\n{broken")
     assert not attempted_call("No tool here can answer that; the area is half of base times height.")
+
+
+async def test_prompt_mode_asks_in_a_system_message_and_scores_a_python_list(corpus: Path) -> None:
+    """BFCL's prompt mode: the function docs in a system message, no tools for the template;
+    the right calls written as a Python list are right free and under the python envelope."""
+    from bench.bfcl import Variant, run_variants
+    from runtimes.testing import ScriptedRuntime
+
+    [item], _ = load("parallel", corpus / "bfcl", 1)
+    pieces = []
+    for call in _first_answers(item.ground_truth):
+        declared = list(item.tools[call["name"]].schema["properties"])
+        args = ", ".join(f"{k}={json.dumps(call['arguments'][k])}" for k in declared if k in call["arguments"])
+        pieces.append(f"{call['name']}({args})")
+    text = "[" + ", ".join(pieces) + "]"
+    runtime = ScriptedRuntime([text, text])
+    free, [held] = await run_variants(item, runtime, "parallel", 256, [Variant.parse("python")], "python")
+    assert (free.valid, free.correct, held.valid, held.correct) == (True, True, True, True)
+    [system, *_] = runtime.calls[0].messages
+    assert system["role"] == "system" and "[func_name1(params_name1=params_value1" in system["content"]
+    assert json.dumps(item.functions[0]["name"]) in system["content"]
+    assert runtime.calls[0].tools is None and runtime.calls[1].grammar is not None

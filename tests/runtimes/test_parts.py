@@ -99,6 +99,17 @@ def test_templates_with_tool_support_get_the_tools_and_choose_hermes():
     assert tool_instructions([WEATHER], "hermes").splitlines()[1].startswith("<tool_call>")
 
 
+def test_templates_asking_for_python_calls_choose_the_python_envelope():
+    pythonic = (
+        "{% if tools %}{{ 'Answer [func_name1(params_name1=params_value1, params_name2=params_value2), "
+        "func_name2(params)]' }}{% endif %}{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    )
+    assert tool_call_envelope(pythonic) == "python" and ChatTemplate(pythonic).envelope == "python"
+    assert tool_call_envelope("{{ messages }} [1, 2] f(x)") == "json"
+    example = tool_instructions([WEATHER], "python").splitlines()[1]
+    assert example.startswith("[<tool name>(<argument>=")
+
+
 def test_template_errors_say_where():
     with pytest.raises(ValueError, match="does not parse"):
         ChatTemplate("{% for %}")
