@@ -10,8 +10,10 @@ token mask: ours `grammar.tool_calls(tools, lenient=True)` (compact JSON, as XGr
 configured here; lenient: keywords it cannot enforce are dropped, as XGrammar ignores them),
 and XGrammar 0.2.9 `compile_json_schema` of the equivalent `anyOf` over
 `{"name": {"const": ...}, "arguments": schema}` objects (`strict_mode`, compact separators,
-`GrammarCompiler(max_threads=2, cache_enabled=False)`). A third line is what an `Agent` turn
-compiles: our `tool_calls_or_text` with the hermes `<tool_call>` envelope of Qwen's template.
+`GrammarCompiler(max_threads=2, cache_enabled=False)`). The last two columns are what an
+`Agent` turn compiles (`Agent(tools).turn_grammar(envelope)`): for Qwen's hermes template, calls
+in tags, a fence or bare, up to 12 blanks, text before them allowed; and for a pythonic
+template, the list `[f(a=1), ...]`.
 Figures are medians of `--repeats` runs, engines interleaved, in milliseconds.
 """
 
@@ -27,6 +29,7 @@ import numpy as np
 
 import grammar
 from bench import vocabularies
+from agentkit import Agent
 from bench._engines import XGrammar
 from bench.bfcl import CATEGORIES, NO_CALL, _lines, build_tools, corpus_bfcl
 from grammar import Vocabulary
@@ -90,20 +93,22 @@ def main() -> None:
         print(f"xgrammar unavailable: {peer.why_unavailable}")
     grammar.Matcher(grammar.CompiledGrammar(grammar.any_json(), vocab)).fill_next_token_bitmask(bitmask)  # tables
     print(f"vocabulary {args.vocab} ({vocab.size} ids); compile + first mask, median of {args.repeats}, ms")
-    print(f"{'tools':>5} {'ours calls':>11} {'xgrammar anyOf':>15} {'ours/xgrammar':>14} {'ours agent turn':>16}")
+    print(f"{'tools':>5} {'ours calls':>11} {'xgrammar anyOf':>15} {'ours/xgrammar':>14} {'agent turn hermes':>18} "
+          f"{'agent turn python':>18}")
     for count in (int(c) for c in args.tools.split(",")):
         tools = bfcl_tools(count)
         schemas = [t.tool_schema() for t in tools]
-        times: dict[str, list[float]] = {"calls": [], "xgrammar": [], "turn": []}
+        times: dict[str, list[float]] = {"calls": [], "xgrammar": [], "hermes": [], "python": []}
         for _ in range(args.repeats):
             times["calls"].append(ours(grammar.tool_calls(schemas, lenient=True), vocab, bitmask))
             if peer.available:
                 times["xgrammar"].append(xgrammar(peer, any_of_schema(tools), bitmask))
-            turn = grammar.tool_calls_or_text(schemas, envelope="hermes", lenient=True)
-            times["turn"].append(ours(turn, vocab, bitmask))
+            for envelope in ("hermes", "python"):
+                turn = Agent(tools).turn_grammar(envelope)  # a new agent builds its grammar anew
+                times[envelope].append(ours(turn, vocab, bitmask))
         med = {k: statistics.median(v) * 1e3 if v else float("nan") for k, v in times.items()}
         print(f"{count:>5} {med['calls']:>11.1f} {med['xgrammar']:>15.1f} {med['calls'] / med['xgrammar']:>14.2f} "
-              f"{med['turn']:>16.1f}", flush=True)
+              f"{med['hermes']:>18.1f} {med['python']:>18.1f}", flush=True)
 
 
 if __name__ == "__main__":
