@@ -18,7 +18,7 @@ field in `tool.constraints`.
 from importlib.metadata import PackageNotFoundError as _NotInstalled
 from importlib.metadata import version as _distribution_version
 
-from ._agent import Agent
+from ._agent import Agent, ToolPrompt
 from ._constraints import Constraints, FieldConstraints
 from ._context import RunContext
 from ._errors import (
@@ -79,6 +79,7 @@ __all__ = [
     "ToolCallEvent",
     "ToolCallRecord",
     "ToolDefinitionError",
+    "ToolPrompt",
     "ToolResultEvent",
     "ToolRetriesExceeded",
     "ToolTimeout",

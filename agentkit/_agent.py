@@ -16,7 +16,7 @@ from typing_extensions import TypeVar
 
 import grammar
 from grammar import Grammar, GrammarError
-from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded
+from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, tool_instructions
 
 from ._context import RunContext
 from ._errors import (
@@ -51,6 +51,11 @@ from ._repeats import REPEAT_CALLS, CallLedger, RepeatCalls, ValidCall, reuse_no
 from ._runtime import budget_reached, model_written_calls, resolve_runtime
 from ._sync import run_to_end
 from ._tool import Tool, tool
+
+ToolPrompt = Literal["template", "python"]
+TOOL_PROMPTS: tuple[ToolPrompt, ...] = ("template", "python")
+"""How the tools are shown to the model: through the runtime's chat template (calls in its
+envelope), or listed in the system message with a request for `[f(a=1), g(b="x")]`."""
 
 logger = logging.getLogger("agentkit")
 
@@ -104,6 +109,13 @@ class Agent(Generic[OutputT]):
     turn holds a repeat of a call that succeeded, the next turn is held to the final answer
     alone (text, or the output type), so the run ends with an answer. "auto" lets the model
     answer at any turn and never forces it to.
+
+    `tool_prompt="python"` lists the tools in the system message and asks for every call of a
+    turn as one list, `[get_weather(city="Paris"), add(a=1, b=2)]` (the runtime's template then
+    gets no tools): small models that write one call in their template's tags write several
+    in a list. The turns are held to that list (`grammar.tool_calls(..., envelope="python")`).
+    "template" (default) shows the tools through the runtime's chat template and takes calls
+    in its envelope.
     """
 
     # A class as `output_type` gives `Agent[that class]`; none gives `Agent[str]` (text answers);
@@ -124,6 +136,7 @@ class Agent(Generic[OutputT]):
         max_retries: int = 2,
         max_calls_per_turn: int = 4,
         tool_choice: Literal["auto", "required"] = "auto",
+        tool_prompt: ToolPrompt = "template",
         repeat_calls: RepeatCalls = "reuse",
         temperature: float = 0.0,
         seed: int | None = None,
@@ -145,6 +158,7 @@ class Agent(Generic[OutputT]):
         max_retries: int = 2,
         max_calls_per_turn: int = 4,
         tool_choice: Literal["auto", "required"] = "auto",
+        tool_prompt: ToolPrompt = "template",
         repeat_calls: RepeatCalls = "reuse",
         temperature: float = 0.0,
         seed: int | None = None,
@@ -165,6 +179,7 @@ class Agent(Generic[OutputT]):
         max_retries: int = 2,
         max_calls_per_turn: int = 4,
         tool_choice: Literal["auto", "required"] = "auto",
+        tool_prompt: ToolPrompt = "template",
         repeat_calls: RepeatCalls = "reuse",
         temperature: float = 0.0,
         seed: int | None = None,
@@ -190,6 +205,9 @@ class Agent(Generic[OutputT]):
         if tool_choice not in ("auto", "required") or (tool_choice == "required" and not self.tools):
             raise ValueError(f"tool_choice must be 'auto' or 'required' (with tools), got {tool_choice!r}")
         self.tool_choice = tool_choice
+        if tool_prompt not in TOOL_PROMPTS:
+            raise ValueError(f"tool_prompt must be one of {', '.join(map(repr, TOOL_PROMPTS))}, got {tool_prompt!r}")
+        self.tool_prompt = tool_prompt
         if repeat_calls not in REPEAT_CALLS:
             raise ValueError(f"repeat_calls must be one of {', '.join(map(repr, REPEAT_CALLS))}, got {repeat_calls!r}")
         self.repeat_calls = repeat_calls
@@ -248,6 +266,8 @@ class Agent(Generic[OutputT]):
 
     def _system_prompt(self) -> str | None:
         parts = [self.system_prompt] if self.system_prompt else []
+        if self.tool_prompt == "python" and self.tools:
+            parts.append(tool_instructions([t.to_openai() for t in self.tools.values()], "python"))
         if self.output is not None:
             lead = "When you have the final answer, give it as" if self.tools else "Give your answer as"
             parts.append(f"{lead} described here. {self.output.instructions()}")
@@ -301,12 +321,18 @@ class Agent(Generic[OutputT]):
             deadline = asyncio.get_running_loop().time() + self.timeout
         return _RunState(initial_messages(prompt, self._system_prompt()), deps, deadline, CallLedger(self.repeat_calls))
 
+    def _envelope(self, runtime: Runtime) -> Envelope:
+        """How this agent's model writes calls: as the runtime's template teaches, or the
+        Python list the system prompt asks for (`tool_prompt="python"`)."""
+        return "python" if self.tool_prompt == "python" else runtime.tool_call_envelope
+
     async def _events(self, state: _RunState, *, stream: bool) -> AsyncIterator[Event]:
         runtime = self.runtime
-        tools_json = [t.to_openai() for t in self.tools.values()] or None
+        # With the python tool prompt the system message lists the tools; the template does not.
+        tools_json = None if self.tool_prompt == "python" else [t.to_openai() for t in self.tools.values()] or None
         while True:
             kind = self._turn_kind(state)
-            g = self.turn_grammar(runtime.tool_call_envelope, kind)
+            g = self.turn_grammar(self._envelope(runtime), kind)
             if state.step >= self.max_steps:
                 raise StepLimitExceeded(f"no final answer after {self.max_steps} model turns (max_steps)", **state.context())
             state.step += 1
@@ -389,7 +415,7 @@ class Agent(Generic[OutputT]):
         if generation.finish_reason == "cancelled":
             raise asyncio.CancelledError("the runtime cancelled the generation")
         text = generation.text
-        envelopes = call_envelopes(self.runtime.tool_call_envelope)
+        envelopes = call_envelopes(self._envelope(self.runtime))
         if budget_reached(generation):
             # Calls the model finished before the runtime began closing the turn still run.
             kept = None

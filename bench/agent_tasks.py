@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import runtimes
-from agentkit import Agent, RunError, Tool, UnexpectedModelOutput
+from agentkit import Agent, RunError, Tool, ToolPrompt, UnexpectedModelOutput
 from agentkit._messages import render_error, render_result
 from bench import models
 from bench._progress import progress
@@ -75,10 +75,11 @@ class FreeDecoding(Runtime):
     """`inner` with every grammar dropped: the model answers freely, and any calls it wrote, in
     whatever form, are handed on in the envelope the agent reads."""
 
-    def __init__(self, inner: Runtime, tools: Sequence[Tool]):
+    def __init__(self, inner: Runtime, tools: Sequence[Tool], tool_prompt: ToolPrompt = "template"):
         self.inner = inner
         self.name = f"{inner.name} (free)"
         self.tool_call_envelope = inner.tool_call_envelope
+        self._envelope = "python" if tool_prompt == "python" else inner.tool_call_envelope
         self._parameters = {t.name: list(t.schema.get("properties", {})) for t in tools}
 
     async def _generate(self, request: Request) -> Generation:
@@ -96,16 +97,22 @@ class FreeDecoding(Runtime):
         calls = parse_free_calls(text, self._parameters)
         if not calls:
             return text
+        if self._envelope == "python":
+            return "[" + ", ".join(
+                f"{c['name']}(" + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in c["arguments"].items())
+                + ")" for c in calls
+            ) + "]"
         lines = [json.dumps({"name": c["name"], "arguments": c["arguments"]}, ensure_ascii=False) for c in calls]
-        if self.tool_call_envelope == "hermes":
+        if self._envelope == "hermes":
             return "\n".join(f"<tool_call>\n{line}\n</tool_call>" for line in lines)
         return "\n".join(lines)
 
 
-def task_agent(runtime: Runtime, max_steps: int, max_tokens: int, tool_choice: ToolChoice = "auto") -> Agent:
+def task_agent(runtime: Runtime, max_steps: int, max_tokens: int, tool_choice: ToolChoice = "auto",
+               tool_prompt: ToolPrompt = "template") -> Agent:
     """The agent every task runs on: all the world's tools, the benchmark's system prompt."""
     return Agent(list(TOOLS), runtime=runtime, system_prompt=SYSTEM_PROMPT, max_steps=max_steps,
-                 max_tokens=max_tokens, tool_choice=tool_choice)
+                 max_tokens=max_tokens, tool_choice=tool_choice, tool_prompt=tool_prompt)
 
 
 async def run_agent(task: Task, agent: Agent, mode: str) -> Outcome:
@@ -184,7 +191,7 @@ def _run_tool(tools: dict[str, Tool], name: str, arguments: str) -> str:
 
 
 def evaluate(modes: Sequence[str], model: str | None, tasks: Sequence[Task], max_steps: int, max_tokens: int,
-             verbose: bool, tool_choice: ToolChoice = "auto") -> list[Outcome]:
+             verbose: bool, tool_choice: ToolChoice = "auto", tool_prompt: ToolPrompt = "template") -> list[Outcome]:
     outcomes: list[Outcome] = []
     path = str(models.resolve(model)) if model else None
     runtime: Runtime | None = None
@@ -193,8 +200,9 @@ def evaluate(modes: Sequence[str], model: str | None, tasks: Sequence[Task], max
             found = _run_llama_cpp_python(path, tasks, max_steps, max_tokens)
         else:
             runtime = runtime or (runtimes.LlamaCpp(path, n_threads=2) if path else runtimes.default())
-            used = FreeDecoding(runtime, TOOLS) if mode == "free" else runtime
-            found = asyncio.run(_run_agents(tasks, task_agent(used, max_steps, max_tokens, tool_choice), mode))
+            used = FreeDecoding(runtime, TOOLS, tool_prompt) if mode == "free" else runtime
+            agent = task_agent(used, max_steps, max_tokens, tool_choice, tool_prompt)
+            found = asyncio.run(_run_agents(tasks, agent, mode))
         for outcome in found:
             outcomes.append(outcome)
             if verbose:
@@ -246,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=256, help="tokens per turn (default 256)")
     parser.add_argument("--tool-choice", choices=["auto", "required"], default="auto",
                         help="the agent's tool_choice (both agent modes; llama-cpp-python stays auto)")
+    parser.add_argument("--tool-prompt", choices=["template", "python"], default="template",
+                        help="the agent's tool_prompt (both agent modes): tools through the chat template, or "
+                        "listed in the system message asking for a Python list of calls")
     parser.add_argument("--json", type=Path, help="write every outcome here")
     parser.add_argument("--verbose", action="store_true", help="print each task's calls and answer")
     args = parser.parse_args(argv)
@@ -253,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     if not tasks:
         parser.error(f"no task among {args.tasks}; ids: {', '.join(t.id for t in TASKS)}")
     outcomes = evaluate(args.modes, args.model, tasks, args.max_steps, args.max_tokens, args.verbose,
-                        args.tool_choice)
+                        args.tool_choice, args.tool_prompt)
     print(report(outcomes, args.modes))
     if args.json:
         args.json.write_text(json.dumps([dataclasses.asdict(o) for o in outcomes], indent=1))

@@ -13,6 +13,7 @@ CUDA (`MLC`), any OpenAI-compatible server (`OpenAICompatible`), and test models
 from importlib.metadata import PackageNotFoundError as _NotInstalled
 from importlib.metadata import version as _distribution_version
 
+from ._chat import tool_instructions
 from ._default import default, default_model_path
 from ._errors import (
     ConnectionFailure,
@@ -57,4 +58,5 @@ __all__ = [
     "Usage",
     "default",
     "default_model_path",
+    "tool_instructions",
 ]

@@ -456,3 +456,20 @@ async def test_a_failing_runtime_keeps_the_messages() -> None:
         await Agent([get_weather], rt).run("weather?")
     assert [m["role"] for m in info.value.messages] == ["user", "assistant", "tool"]
     assert info.value.__cause__ is not None
+
+
+async def test_the_python_tool_prompt_lists_the_tools_and_takes_a_list_of_calls() -> None:
+    """`tool_prompt="python"`: the tools go into the system message (not to the template),
+    and the turn is held to one list of calls, whatever envelope the runtime's template has."""
+    rt = ScriptedRuntime(['[get_weather(city="Oslo"), get_weather(city="Bergen", days=2)]', "Mild in both."],
+                         tool_call_envelope="hermes")
+    agent = Agent([get_weather], rt, system_prompt="Be brief.", tool_prompt="python")
+    result = await agent.run("Weather in Oslo and Bergen?")
+    assert [r.arguments.city for r in result.tool_calls] == ["Oslo", "Bergen"]
+    first = rt.calls[0]
+    assert first.tools is None and first.grammar is not None
+    system = first.messages[0]["content"]
+    assert system.startswith("Be brief.") and "[<tool name>(<argument>=" in system and "get_weather" in system
+    assert first.grammar.accepts('[get_weather(city="x")]') and not first.grammar.accepts('[get_weather(town="x")]')
+    with pytest.raises(ValueError, match="tool_prompt"):
+        Agent([get_weather], rt, tool_prompt="xml")  # type: ignore[arg-type]

@@ -118,6 +118,17 @@ def test_free_decoding_hands_on_calls_however_written(written: str) -> None:
     assert all(request.grammar is None for request in inner.calls)
 
 
+@pytest.mark.parametrize("tool_prompt", ["template", "python"])
+def test_free_decoding_hands_on_calls_in_the_envelope_the_agent_reads(tool_prompt: str) -> None:
+    inner = ScriptedRuntime(['```json\n{"name": "get_order", "arguments": {"order_id": "B-2210"}}\n```',
+                             "It costs 51.75."], tool_call_envelope="hermes")
+    free = FreeDecoding(inner, TOOLS, tool_prompt)
+    task = next(t for t in TASKS if t.id == "order_total")
+    outcome = asyncio.run(run_agent(task, task_agent(free, 8, 256, tool_prompt=tool_prompt), "free"))
+    assert outcome.calls == ['get_order({"order_id": "B-2210"})'] and outcome.success
+    assert (inner.calls[0].tools is None) == (tool_prompt == "python")
+
+
 def test_free_decoding_keeps_text_without_calls() -> None:
     free = FreeDecoding(ScriptedRuntime([]), TOOLS)
     assert free.as_calls("It is sunny in Lyon.") == "It is sunny in Lyon."
