@@ -43,8 +43,23 @@ class TokenMask:
             logits.fill(-np.inf)
             logits[self._mask.ids] = keep
 
+    def allows(self, token: int) -> bool:
+        """Whether `token` is in the set (a binary search of the shorter id list)."""
+        if not 0 <= token < self._size:
+            return False
+        ids = self._mask.ids
+        i = int(ids.searchsorted(np.int32(token)))  # a Python int would convert the whole list
+        listed = i < ids.size and int(ids[i]) == token
+        return listed != self._mask.inverted
+
     def argmax(self, logits: np.ndarray) -> int:
-        """The allowed token with the highest logit (greedy selection)."""
+        """The allowed token with the highest logit (greedy selection).
+
+        The row's own best token is tried first: where the model follows the grammar it is
+        allowed, and one pass over the row (which a free step makes too) is all it costs."""
+        best = int(np.argmax(logits))
+        if self.allows(best):
+            return best
         if self._mask.inverted:
             if self._mask.ids.size * 8 < logits.shape[-1]:
                 saved = logits[self._mask.ids]

@@ -542,3 +542,29 @@ def test_a_pattern_whose_loop_and_tail_begin_alike_accepts_its_strings():
 def test_a_grammar_that_matches_nothing_is_refused_at_compile(schema):
     with pytest.raises(grammar.CompileError, match="matches no text"):
         grammar.compile(grammar.from_json_schema(schema), VOCAB)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), steps=st.integers(0, 12), boost=st.booleans())
+def test_argmax_and_allows_agree_with_the_dense_mask(seed: int, steps: int, boost: bool) -> None:
+    """Whether or not the row's own best token is allowed (`boost` makes it an allowed one),
+    `argmax` is the dense masked argmax and `allows` is membership."""
+    rng = np.random.default_rng(seed)
+    m = grammar.Matcher(grammar.compile(GRAMMARS["json"], VOCAB))
+    for _ in range(steps):
+        ids = m.next_token_mask().allowed_ids()
+        token = int(ids[rng.integers(ids.size)])
+        if token in VOCAB.eos_ids:
+            break
+        m.accept_token(token)
+    mask = m.next_token_mask()
+    allowed = mask.allowed_ids()
+    logits = rng.normal(size=VOCAB.size).astype(np.float32)
+    if boost:
+        logits[int(allowed[rng.integers(allowed.size)])] = 100.0
+    dense = np.full(VOCAB.size, -np.inf, np.float32)
+    dense[allowed] = logits[allowed]
+    assert mask.argmax(logits.copy()) == int(np.argmax(dense))
+    members = set(allowed.tolist())
+    for t in [*rng.integers(-2, VOCAB.size + 2, size=20).tolist(), int(allowed[0]), int(allowed[-1])]:
+        assert mask.allows(t) == (t in members)
