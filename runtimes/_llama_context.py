@@ -9,6 +9,7 @@ view of llama.cpp's output buffer, valid until the next decode.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import threading
 from pathlib import Path
@@ -68,6 +69,8 @@ class LlamaContext:
         self.keeps_partial = not (lib.llama_model_is_recurrent(self.model) or lib.llama_model_is_hybrid(self.model))
         self._memory = lib.llama_get_memory(self.ctx)
         self._capacity = batch_tokens
+        self._views: dict[int, np.ndarray] = {}  # logits rows by address: see `_row`
+        self._max_views = 4 * max_batch
         self._batch = lib.llama_batch_init(batch_tokens, 0, 1)
         batch = self._batch
         self._tokens = np.ctypeslib.as_array(batch.token, shape=(batch_tokens,))
@@ -140,8 +143,17 @@ class LlamaContext:
         return [None if i is None else self._row(i) for i in outputs]
 
     def _row(self, index: int) -> np.ndarray:
+        """A view of the logits row llama.cpp keeps at this batch index. llama.cpp writes each
+        step's rows into the same buffer, so a view made once per address serves every step
+        (making one costs tens of microseconds right after a decode, every token)."""
         pointer = self._lib.llama_get_logits_ith(self.ctx, index)
-        return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
+        address = ctypes.addressof(pointer.contents)
+        view = self._views.get(address)
+        if view is None:
+            if len(self._views) >= self._max_views:  # the buffer moved: forget the old places
+                self._views.clear()
+            view = self._views[address] = np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
+        return view
 
     def close(self) -> None:
         lib = self._lib
