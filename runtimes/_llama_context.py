@@ -156,6 +156,7 @@ class LlamaContext:
         return view
 
     def close(self) -> None:
+        self._views.clear()
         lib = self._lib
         lib.llama_batch_free(self._batch)
         lib.llama_free(self.ctx)
