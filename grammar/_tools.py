@@ -142,8 +142,11 @@ def _call_rules(
             branches.append(seq(*head, ref(prefix + g.root), ws, lit("}")))
         dropped += [Dropped(d.keyword, f"/{tool.name}{d.pointer}", d.reason) for d in g.dropped]
         ignored += [Ignored(d.keyword, f"/{tool.name}{d.pointer}") for d in g.ignored]
-    call = alt(*branches)
-    return call, rules, tuple(dropped), tuple(ignored)
+    # One rule that every place a call may be written refers to: a turn's grammar writes the
+    # call in each envelope, after a preamble, and again for later calls, and the automaton
+    # then builds the tools' argument shapes once, not once per place.
+    rules["call"] = alt(*branches)
+    return ref("call"), rules, tuple(dropped), tuple(ignored)
 
 
 def _one_call(call: Node, chosen: tuple[Envelope, ...]) -> Node:
