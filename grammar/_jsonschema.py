@@ -417,7 +417,12 @@ class _Compiler:
         self.ignored: list[Ignored] = []
         self._seen_ignored: set[tuple[str, str]] = set()
         self._seen_dropped: set[tuple[str, str]] = set()
-        self.ws = repeat(char_set(" \t\n\r"), 0, whitespace) if whitespace else EMPTY
+        # The blanks allowed between tokens, one rule every place refers to: a rule used in many
+        # places is built once and called, not spelled out at each of them.
+        self.ws = EMPTY
+        if whitespace:
+            self.rules["ws"] = repeat(char_set(" \t\n\r"), 0, whitespace)
+            self.ws = ref("ws")
         self._compiled: dict[tuple, Node] = {}
         self._leaves: dict[tuple, tuple[Node, list[str], list[tuple[str, str]]]] = {}  # see `_leaf_key`
         self._pending: dict[tuple, str] = {}
