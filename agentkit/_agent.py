@@ -420,7 +420,8 @@ class Agent(Generic[OutputT]):
             # Calls the model finished before the runtime began closing the turn still run.
             kept = None
             if generation.steered and g is not None:
-                kept = model_written_calls(generation, g, envelopes, preamble=self._preamble(kind, envelopes))
+                kept = model_written_calls(generation, g, envelopes, preamble=self._preamble(kind, envelopes),
+                                           names=self.tools.keys())
             if kept is None:
                 raise IncompleteOutput(
                     f"turn {state.step} reached its token limit ({budget} tokens) before the model finished; "

@@ -116,7 +116,7 @@ def parse_turn(
     malformed envelopes, which only a runtime that ignored the grammar can produce.
     """
     try:
-        raw = grammar.parse_tool_calls(text, envelope=envelope, preamble=preamble)
+        raw = grammar.parse_tool_calls(text, envelope=envelope, preamble=preamble, names=tool_names)
     except ValueError:
         if expect_output:
             return Turn("output", text)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from grammar import Grammar, parse_tool_calls
 from runtimes import Generation, Runtime
 
@@ -26,7 +28,8 @@ def budget_reached(generation: Generation) -> bool:
 
 
 def model_written_calls(
-    generation: Generation, g: Grammar, envelope: tuple[str, ...], *, preamble: bool = False
+    generation: Generation, g: Grammar, envelope: tuple[str, ...], *, preamble: bool = False,
+    names: Collection[str] = (),
 ) -> str | None:
     """The tool calls of a steered generation that the model finished before the runtime
     began closing the document: the longest such prefix that is itself a whole document of
@@ -38,11 +41,11 @@ def model_written_calls(
     text, end = generation.text, generation.steered_from
     assert end is not None
     # A list of Python calls is whole only with its `]`: after a finished call, close it.
-    closing = "]" if tuple(envelope) == ("python",) else ""
+    closing = "]" if tuple(envelope) == ("python",) and text.lstrip().startswith("[") else ""
     for cut in range(end, 0, -1):
         candidate = text[:cut] + (closing if text[cut - 1] == ")" else "")
-        if candidate[-1] in "}>`]" and g.accepts(candidate) and parse_tool_calls(
-            candidate, envelope=envelope, preamble=preamble
+        if candidate[-1] in "}>`])" and g.accepts(candidate) and parse_tool_calls(
+            candidate, envelope=envelope, preamble=preamble, names=names
         ):
             return candidate
     return None

@@ -392,7 +392,8 @@ async def run_variants(item: Item, runtime: Any, category: str, max_tokens: int,
                 preamble=variant.preamble,
             )
             held = (await runtime.generate(messages, grammar=g, tools=tools_json, max_tokens=max_tokens)).text
-            held_calls = grammar.parse_tool_calls(held, envelope=envelope, preamble=variant.preamble) or []
+            held_calls = grammar.parse_tool_calls(held, envelope=envelope, preamble=variant.preamble,
+                                                  names=list(item.tools)) or []
         except Exception as exc:  # any failure of the stack is a failed answer, reported as such
             held_error = f"{type(exc).__name__}: {exc}"
         helds.append(judge(item, category, held, held_calls, held_error))

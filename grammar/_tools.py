@@ -12,7 +12,9 @@ the text holds no tag or fence opening, and the first one it reaches begins the 
 
 `"python"` is the other way tool models write calls (BFCL's prompt mode, Llama 3.2's
 template): all of a turn's calls in one list, `[get_weather(city="Paris"), f(n=2)]`, each
-argument `name=value` with the value in JSON. It is used alone, not beside other envelopes.
+argument `name=value` with the value in JSON; small models also drop the brackets
+(`get_weather(city="Paris")`), which is read as the same calls. It is used alone, not beside
+other envelopes; free text then never begins with `[` or a tool's name and `(`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Collection, Literal, Sequence
 
 from ._errors import CompileError
 from ._grammar import Dropped, Grammar, Ignored, merge_rules
@@ -170,7 +172,8 @@ def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None) -> N
         if max_calls is not None and max_calls < 1:
             raise CompileError("max_calls must be at least 1", keyword="max_calls")
         more = None if max_calls is None else max_calls - 1
-        return seq(lit("["), call, repeat(seq(_PY_SEP, call), 0, more), lit("]"))
+        listed = seq(call, repeat(seq(_PY_SEP, call), 0, more))
+        return alt(seq(lit("["), listed, lit("]")), listed)
     return seq(_one_call(call, chosen), _later_calls(call, chosen, max_calls))
 
 
@@ -288,14 +291,16 @@ def tool_calls_or_text(
         rules.update(_preamble_rules(call, chosen, max_calls, may_end=True))
         rules["text"] = ref("preamble")
     else:
-        rules["text"] = _text_not_starting_with(_openings(chosen))
+        rules["text"] = _text_not_starting_with(_openings(chosen, [t.name for t in tools]))
     rules["root"] = alt(ref("calls"), ref("text"))
     return Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls_or_text")
 
 
-def _openings(chosen: tuple[Envelope, ...]) -> list[str]:
-    # A bare JSON object is never free text, whatever the envelopes (the call's own opening).
-    return sorted({"{"} | {_OPENING[e] for e in chosen})
+def _openings(chosen: tuple[Envelope, ...], names: Sequence[str] = ()) -> list[str]:
+    # A bare JSON object is never free text, whatever the envelopes (the call's own opening);
+    # nor, for python calls, a tool's name and its parenthesis (a call without the brackets).
+    bare_calls = {name + "(" for name in names} if chosen == ("python",) else set()
+    return sorted({"{"} | {_OPENING[e] for e in chosen} | bare_calls)
 
 
 def free_text(*, envelope: Envelope | Sequence[Envelope] = "json") -> Grammar:
@@ -305,16 +310,30 @@ def free_text(*, envelope: Envelope | Sequence[Envelope] = "json") -> Grammar:
 
 
 def parse_tool_calls(
-    text: str, *, envelope: Envelope | Sequence[Envelope] = "json", preamble: bool = False
+    text: str,
+    *,
+    envelope: Envelope | Sequence[Envelope] = "json",
+    preamble: bool = False,
+    names: Collection[str] = (),
 ) -> list[dict[str, Any]] | None:
     """The calls in `text` as `{"name", "arguments"}` dicts, or None if `text` is free text.
 
     Each call may be written in any of the given envelopes; with `preamble`, after free text
-    (the calls begin at the first tag or fence opening). Meant for text a tool grammar
+    (the calls begin at the first tag or fence opening). For the python envelope, `names` are
+    the tools whose calls may come without the list's brackets. Meant for text a tool grammar
     produced; raises ValueError on a malformed call.
     """
     chosen = envelopes(envelope)
     stripped = text.strip()
+    if chosen == ("python",):
+        bare = (m := _PY_NAME.match(stripped)) is not None and stripped.startswith("(", m.end()) \
+            and m.group() in names
+        if not (stripped.startswith("[") or bare):
+            return None
+        calls, end = _python_calls(stripped, listed=not bare)
+        if end != len(stripped):
+            raise ValueError(f"unexpected text after the calls at offset {end}")
+        return calls
     if not any(stripped.startswith(_OPENING[e]) for e in chosen):
         if not preamble:
             return None
@@ -322,11 +341,6 @@ def parse_tool_calls(
         if not found:
             return None
         stripped = stripped[min(found):]
-    if chosen == ("python",):
-        calls, end = _python_calls(stripped)
-        if end != len(stripped):
-            raise ValueError(f"unexpected text after the calls at offset {end}")
-        return calls
     calls = []
     decoder = json.JSONDecoder()
     pos = 0
@@ -356,11 +370,12 @@ def parse_tool_calls(
 _PY_KEY = re.compile(r"(\w+)=")
 
 
-def _python_calls(text: str) -> tuple[list[dict[str, Any]], int]:
-    """The calls of a python-envelope list at the start of `text`, and where the list ends."""
+def _python_calls(text: str, *, listed: bool = True) -> tuple[list[dict[str, Any]], int]:
+    """The calls of a python-envelope list at the start of `text` (in brackets, or `listed`
+    False: without), and where they end."""
     decoder = json.JSONDecoder()
     calls = []
-    pos = 1  # past "["
+    pos = 1 if listed else 0  # past "["
     while True:
         name = _PY_NAME.match(text, pos)
         if name is None or not text.startswith("(", name.end()):
@@ -376,8 +391,10 @@ def _python_calls(text: str) -> tuple[list[dict[str, Any]], int]:
             args[key.group(1)], pos = decoder.raw_decode(text, key.end())
         calls.append({"name": name.group(), "arguments": args})
         pos += 1
-        if text.startswith("]", pos):
+        if listed and text.startswith("]", pos):
             return calls, pos + 1
+        if not listed and not text.startswith(",", pos):
+            return calls, pos
         pos = _after_comma(text, pos)
 
 

@@ -473,3 +473,17 @@ async def test_the_python_tool_prompt_lists_the_tools_and_takes_a_list_of_calls(
     assert first.grammar.accepts('[get_weather(city="x")]') and not first.grammar.accepts('[get_weather(town="x")]')
     with pytest.raises(ValueError, match="tool_prompt"):
         Agent([get_weather], rt, tool_prompt="xml")  # type: ignore[arg-type]
+
+
+async def test_a_python_call_without_brackets_is_a_call_not_the_answer() -> None:
+    """A small model asked for `[f(...)]` often writes `f(...)`: that runs, and is never
+    the final answer."""
+    rt = ScriptedRuntime(['get_weather(city="Oslo")', "Mild."])
+    result = await Agent([get_weather], rt, tool_prompt="python").run("Weather in Oslo?")
+    assert [r.arguments.city for r in result.tool_calls] == ["Oslo"] and result.output == "Mild."
+    whole = 'get_weather(city="Oslo", days=2)'
+    steered = Generation(whole + ', get_weather(city="O")', "grammar_complete", Usage(10, 40),
+                         steered_from=len(whole) + 14)
+    rt = ScriptedRuntime([steered, "Mild."])
+    result = await Agent([get_weather], rt, max_tokens=40, tool_prompt="python").run("Weather in Oslo?")
+    assert [r.arguments.days for r in result.tool_calls] == [2] and result.messages[2]["content"] == whole

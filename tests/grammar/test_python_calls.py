@@ -67,7 +67,7 @@ def test_calls_in_a_python_list_are_accepted_and_parse_as_those_calls(drawn, com
     "[spotify.play(artist=\"x\", duration=2, year=3)]",   # an undeclared argument
     "[spotify.play(artist='x', duration=2)]",             # values are JSON
     "[now(), now(), now()]",                              # more than max_calls
-    "[]", "now()", "[now()] ", "[now() ]", "[now(),  now()]",
+    "[]", "now() ]", "[now()] ", "[now() ]", "[now(),  now()]", "[now(), now()",
     "[play(artist=\"x\", duration=2)]",                   # an unknown tool
 ])
 def test_what_the_python_envelope_refuses(text):
@@ -80,6 +80,30 @@ def test_text_or_calls_in_the_python_envelope():
     assert g.accepts("[now()]") and g.accepts("No tool fits.")
     assert not g.accepts("[not a call") and not g.accepts("  [now()")
     assert parse_tool_calls("No tool fits.", envelope="python") is None
+
+
+NAMES = [t.name for t in TOOLS]
+
+
+@settings(max_examples=60, deadline=None)
+@given(drawn=calls.filter(lambda d: len(d) <= 2), comma=st.sampled_from([",", ", "]))
+def test_calls_without_the_brackets_are_the_same_calls(drawn, comma):
+    """Small models drop the list's brackets: `f(a=1), g(b=2)` is read as those calls."""
+    g = grammar.tool_calls_or_text(TOOLS, envelope="python", max_calls=2)
+    text = written(drawn, comma, False)[1:-1]
+    assert g.accepts(text)
+    assert parse_tool_calls(text, envelope="python", names=NAMES) == [{"name": n, "arguments": a} for n, a in drawn]
+
+
+@settings(max_examples=80, deadline=None)
+@given(text=st.text(alphabet="now(spotify.play) [x", min_size=1, max_size=16))
+def test_text_never_begins_with_a_call_a_tool_name_and_its_parenthesis(text):
+    """Free text is exactly what does not open a list or a tool's call: `now(` begins a call,
+    `now is` and `snow(` are text."""
+    g = grammar.tool_calls_or_text(TOOLS, envelope="python", max_calls=2)
+    opens_call = any(text.lstrip(" ").startswith(o) for o in ("[", "{", "now(", "spotify.play("))
+    is_text = g.accepts(text) and parse_tool_calls(text, envelope="python", names=NAMES) is None
+    assert is_text == (not opens_call and bool(text.strip(" ")))
 
 
 def test_python_envelope_errors_say_why():
@@ -120,7 +144,7 @@ def test_walks_under_the_python_envelope_never_dead_end_and_validate(data):
         if m.is_terminated():
             break
     text = vocab.decode([t for t in taken if t not in vocab.eos_ids]).decode("utf-8")
-    found = parse_tool_calls(text, envelope="python")
+    found = parse_tool_calls(text, envelope="python", names=[t.name for t in TOOLS])
     assert found and len(found) <= 3
     schemas = {t.name: t.schema for t in TOOLS}
     for call in found:
