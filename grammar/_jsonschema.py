@@ -173,11 +173,7 @@ def from_json_schema(
             raise CompileError(f"schema is not valid JSON: {e}", keyword="$schema", pointer="") from None
         except RecursionError:  # the decoder's own depth bound
             raise LimitError("schema text nests too deeply to parse", pointer="") from None
-    if not isinstance(schema, (dict, bool)):
-        raise CompileError("a schema must be an object or a boolean", pointer="")
-    if whitespace is not None and (not isinstance(whitespace, int) or whitespace < 0):
-        raise CompileError("whitespace must be a non-negative integer or None", keyword="whitespace")
-    compiler = _Compiler(schema, lenient=lenient, whitespace=whitespace or 0)
+    compiler = _compiler_for(schema, lenient, whitespace)
     root = compiler.compile_root()
     return Grammar(
         compiler.rules | {"root": root},
@@ -193,14 +189,19 @@ def keyword_arguments(schema: dict | bool, *, lenient: bool = False, whitespace:
     """The grammar of an object schema's values written as Python keyword arguments,
     `name=value, name=value` (values in JSON, blanks as `from_json_schema`; the comma may take
     one space): the body of a call `f(...)`. Only declared properties can be written."""
+    compiler = _compiler_for(schema, lenient, whitespace)
+    root = compiler.compile_keywords()
+    return Grammar(compiler.rules | {"root": root}, "root", dropped=tuple(compiler.dropped),
+                   ignored=tuple(compiler.ignored), source="keyword-arguments")
+
+
+def _compiler_for(schema, lenient: bool, whitespace: int | None) -> _Compiler:
+    """A compiler for a parsed schema, its arguments checked."""
     if not isinstance(schema, (dict, bool)):
         raise CompileError("a schema must be an object or a boolean", pointer="")
     if whitespace is not None and (not isinstance(whitespace, int) or whitespace < 0):
         raise CompileError("whitespace must be a non-negative integer or None", keyword="whitespace")
-    compiler = _Compiler(schema, lenient=lenient, whitespace=whitespace or 0)
-    root = compiler.compile_keywords()
-    return Grammar(compiler.rules | {"root": root}, "root", dropped=tuple(compiler.dropped),
-                   ignored=tuple(compiler.ignored), source="keyword-arguments")
+    return _Compiler(schema, lenient=lenient, whitespace=whitespace or 0)
 
 
 # --- merged constraints ---------------------------------------------------------------------------

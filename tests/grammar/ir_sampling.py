@@ -96,3 +96,22 @@ def edited(text: str, alphabet: str, rng: random.Random) -> str:
     if how == "delete":
         return text[:i] + text[i + 1 :]
     return text[:i] + rng.choice(alphabet) + text[i + 1 :]
+
+
+def token_walk(g, vocab, draw_index, free_steps: int, limit: int = 300) -> str:
+    """The text of a random token walk under grammar `g`: `free_steps` tokens drawn with
+    `draw_index(n)` (an index below n), then the shortest completion; asserts that no step
+    dead-ends and that every allowed token is accepted."""
+    import grammar
+
+    m = grammar.Matcher(grammar.compile(g, vocab))
+    taken = []
+    for step in range(free_steps + limit):
+        allowed = m.next_token_mask().allowed_ids()
+        assert allowed.size > 0, "dead end"
+        token = m.shortest_completion_token() if step >= free_steps else int(allowed[draw_index(allowed.size)])
+        assert m.accept_token(token)
+        taken.append(token)
+        if m.is_terminated():
+            break
+    return vocab.decode([t for t in taken if t not in vocab.eos_ids]).decode("utf-8")

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import grammar
 from grammar import ToolSchema, parse_tool_calls
+from ir_sampling import token_walk
 
 PLAY = ToolSchema(
     "spotify.play",
@@ -131,19 +132,8 @@ def test_walks_under_the_python_envelope_never_dead_end_and_validate(data):
     call validates against its tool's schema."""
     from runtimes.testing import synthetic_vocabulary
 
-    vocab = synthetic_vocabulary()
     g = grammar.tool_calls(TOOLS, envelope="python", max_calls=3)
-    m = grammar.Matcher(grammar.compile(g, vocab))
-    taken = []
-    for step in range(40 + 300):
-        allowed = m.next_token_mask().allowed_ids()
-        assert allowed.size > 0, "dead end"
-        token = m.shortest_completion_token() if step >= 40 else int(allowed[data.draw(st.integers(0, allowed.size - 1))])
-        assert m.accept_token(token)
-        taken.append(token)
-        if m.is_terminated():
-            break
-    text = vocab.decode([t for t in taken if t not in vocab.eos_ids]).decode("utf-8")
+    text = token_walk(g, synthetic_vocabulary(), lambda n: data.draw(st.integers(0, n - 1)), 40)
     found = parse_tool_calls(text, envelope="python", names=[t.name for t in TOOLS])
     assert found and len(found) <= 3
     schemas = {t.name: t.schema for t in TOOLS}

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import grammar
 from grammar import ToolSchema, parse_tool_calls
+from ir_sampling import token_walk
 
 WEATHER = ToolSchema(
     "get_weather",
@@ -250,20 +251,9 @@ def test_a_preamble_needs_a_delimited_envelope():
 def test_walks_under_a_preamble_grammar_never_dead_end_and_parse(data):
     from runtimes.testing import synthetic_vocabulary
 
-    vocab = synthetic_vocabulary()
     chosen = ("hermes", "fenced", "json")
     g = grammar.tool_calls_or_text(TOOLS, envelope=chosen, max_calls=2, preamble=True)
-    m = grammar.Matcher(grammar.compile(g, vocab))
-    taken = []
-    for step in range(60 + 200):
-        allowed = m.next_token_mask().allowed_ids()
-        assert allowed.size > 0, "dead end"
-        token = m.shortest_completion_token() if step >= 60 else int(allowed[data.draw(st.integers(0, allowed.size - 1))])
-        assert m.accept_token(token)
-        taken.append(token)
-        if m.is_terminated():
-            break
-    text = vocab.decode([t for t in taken if t not in vocab.eos_ids]).decode("utf-8")
+    text = token_walk(g, synthetic_vocabulary(), lambda n: data.draw(st.integers(0, n - 1)), 60, 200)
     assert g.accepts(text)
     found = parse_tool_calls(text, envelope=chosen, preamble=True)
     assert found is None or all(c["name"] in {"add", "get_weather"} for c in found)
