@@ -40,7 +40,7 @@ _BLANKS = " \t\r\n"
 _WRAP = {"json": ("", ""), "hermes": (HERMES_OPEN + "\n", "\n" + HERMES_CLOSE), "fenced": (FENCE_OPEN + "\n", "\n" + FENCE_CLOSE)}
 # The text by which each envelope's call is recognised: free text must not start with it.
 _OPENING = {"json": "{", "hermes": HERMES_OPEN, "fenced": FENCE_OPEN, "python": "["}
-# Between two calls of the python envelope's list, and after its last one.
+# Between two calls of the python envelope (a comma, and a space if the model writes one).
 _PY_SEP = seq(lit(","), opt(lit(" ")))
 _PY_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
 
