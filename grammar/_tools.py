@@ -42,7 +42,7 @@ _WRAP = {"json": ("", ""), "hermes": (HERMES_OPEN + "\n", "\n" + HERMES_CLOSE), 
 _OPENING = {"json": "{", "hermes": HERMES_OPEN, "fenced": FENCE_OPEN, "python": "["}
 # Between two calls of the python envelope (a comma, and a space if the model writes one).
 _PY_SEP = seq(lit(","), opt(lit(" ")))
-_PY_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+_PY_NAME = re.compile(r"[A-Za-z_][\w.\-]*", re.ASCII)
 
 
 def envelopes(envelope: Envelope | Sequence[Envelope]) -> tuple[Envelope, ...]:
@@ -256,17 +256,22 @@ def _text_not_starting_with(openings: Sequence[str]) -> Node:
     character that continues no opening, then anything."""
     blanks = star(char_set(_BLANKS))
     rest = star(ANY_CHAR)
+    closed = set(openings)
 
     def others(chars: set[str]) -> Node:
         return negate([(ord(c), ord(c)) for c in sorted(chars)])
 
-    branches = [seq(others(set(_BLANKS) | {o[0] for o in openings}), rest)]
-    prefixes = sorted({o[:k] for o in openings for k in range(1, len(o))} - set(openings))
-    for prefix in prefixes:
-        if any(prefix.startswith(o) for o in openings):
-            continue  # a shorter opening already begins it: that text is a call, not a near miss
-        following = {o[len(prefix)] for o in openings if o.startswith(prefix) and len(o) > len(prefix)}
-        branches.append(seq(lit(prefix), opt(seq(others(following), rest))))
+    def after(prefix: str) -> Node:
+        """Text whose start so far is `prefix`, a proper prefix of some opening: a trie, so
+        openings that share a start (tool names) share its states."""
+        following = sorted({o[len(prefix)] for o in openings if o.startswith(prefix) and len(o) > len(prefix)})
+        branches = [seq(others(set(following)), rest)]
+        branches += [seq(lit(c), after(prefix + c)) for c in following if prefix + c not in closed]
+        return opt(alt(*branches))  # the text may also end here
+
+    firsts = sorted({o[0] for o in openings})
+    branches = [seq(others(set(_BLANKS) | set(firsts)), rest)]
+    branches += [seq(lit(c), after(c)) for c in firsts if c not in closed]
     return seq(blanks, alt(*branches))
 
 
