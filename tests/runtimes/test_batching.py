@@ -63,7 +63,9 @@ async def test_batched_calls_get_exactly_what_they_get_alone(requests, max_batch
 
 
 async def test_concurrent_calls_share_forward_passes():
-    runtime = RandomRuntime(seed=1, max_batch=8)
+    # Steps a few milliseconds long: all eight calls are admitted before the shortest answer
+    # can finish (with instant steps, one could end before the eighth arrived).
+    runtime = RandomRuntime(seed=1, max_batch=8, step_delay=0.003)
     got = await answers(runtime, [(f"text {i}", True, 0.0, 40) for i in range(8)])
     assert all(RECORD.accepts(g.text) for g in got)
     longest = max(g.usage.completion_tokens for g in got)
