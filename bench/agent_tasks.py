@@ -35,7 +35,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import runtimes
 from agentkit import Agent, RunError, Tool, ToolPrompt, UnexpectedModelOutput
@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=256, help="tokens per turn (default 256)")
     parser.add_argument("--tool-choice", choices=["auto", "required"], default="auto",
                         help="the agent's tool_choice (both agent modes; llama-cpp-python stays auto)")
-    parser.add_argument("--tool-prompt", choices=["template", "python"], default="template",
+    parser.add_argument("--tool-prompt", choices=get_args(ToolPrompt), default="template",
                         help="the agent's tool_prompt (both agent modes): tools through the chat template, or "
                         "listed in the system message asking for a Python list of calls")
     parser.add_argument("--json", type=Path, help="write every outcome here")

@@ -70,7 +70,7 @@ MAX_NEGATION_DEPTH = 6
 MAX_NEGATED_ONE_OF = 8  # its negation names every pair of branches
 MAX_VALUE_DEPTH = 64  # nesting of a const/enum value
 _POSITIONS_PER_RULE = 32  # array positions (prefixItems) lowered into one rule
-KEYWORD_SEP = seq(lit(","), opt(lit(" ")))  # between keyword arguments, as Python is written
+PYTHON_COMMA = seq(lit(","), opt(lit(" ")))  # between keyword arguments, or calls, as Python is written
 LENGTH_CAP = 512  # longest string an automaton-built string language allows
 SMALL_LENGTH = 64  # up to this maxLength, patterns and lengths are intersected exactly
 _ANY_DECODED = repeat(ANY_CHAR, 0, None)
@@ -1718,7 +1718,7 @@ class _Compiler:
             for names, patterns in f.other_keys
         ]
         if keywords:
-            return self.member_list(members, extras, f.min_props, f.max_props, f.pointer, others, sep=KEYWORD_SEP)
+            return self.member_list(members, extras, f.min_props, f.max_props, f.pointer, others, sep=PYTHON_COMMA)
         body = self.member_list(members, extras, f.min_props, f.max_props, f.pointer, others)
         return seq(lit("{"), ws, body, ws, lit("}"))
 

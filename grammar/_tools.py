@@ -26,6 +26,7 @@ from typing import Any, Collection, Literal, Sequence
 
 from ._errors import CompileError
 from ._grammar import Dropped, Grammar, Ignored, merge_rules
+from ._jsonschema import PYTHON_COMMA, from_json_schema, keyword_arguments
 from ._ir import ANY_CHAR, Node, alt, char_set, lit, negate, opt, ref, repeat, seq, star
 from ._timing import logged_compile, tool_set_size
 
@@ -40,8 +41,6 @@ _BLANKS = " \t\r\n"
 _WRAP = {"json": ("", ""), "hermes": (HERMES_OPEN + "\n", "\n" + HERMES_CLOSE), "fenced": (FENCE_OPEN + "\n", "\n" + FENCE_CLOSE)}
 # The text by which each envelope's call is recognised: free text must not start with it.
 _OPENING = {"json": "{", "hermes": HERMES_OPEN, "fenced": FENCE_OPEN, "python": "["}
-# Between two calls of the python envelope (a comma, and a space if the model writes one).
-_PY_SEP = seq(lit(","), opt(lit(" ")))
 _PY_NAME = re.compile(r"[A-Za-z_][\w.\-]*", re.ASCII)
 
 
@@ -77,15 +76,11 @@ def arguments(
     schema: dict[str, Any] | bool, *, lenient: bool = False, whitespace: int | None = None
 ) -> Grammar:
     """The grammar of one argument object for a tool with this JSON Schema."""
-    from ._jsonschema import from_json_schema
-
     return from_json_schema(_object_schema(schema), lenient=lenient, whitespace=whitespace)
 
 
 def _keyword_arguments(schema: dict[str, Any] | bool, *, lenient: bool, whitespace: int | None) -> Grammar:
     """A tool's arguments as the keyword arguments of a Python call (the python envelope)."""
-    from ._jsonschema import keyword_arguments
-
     return keyword_arguments(_object_schema(schema), lenient=lenient, whitespace=whitespace)
 
 
@@ -159,20 +154,21 @@ def _one_call(call: Node, chosen: tuple[Envelope, ...]) -> Node:
     return alt(*wrapped) if len(wrapped) > 1 else wrapped[0]
 
 
-def _later_calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None) -> Node:
-    """The calls after the first: up to `max_calls - 1` more, each after a newline."""
+def _more_calls(max_calls: int | None) -> int | None:
+    """How many calls may follow the first (None: any number)."""
     if max_calls is not None and max_calls < 1:
         raise CompileError("max_calls must be at least 1", keyword="max_calls")
-    more = None if max_calls is None else max_calls - 1
-    return repeat(seq(lit("\n"), _one_call(call, chosen)), 0, more)
+    return None if max_calls is None else max_calls - 1
+
+
+def _later_calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None) -> Node:
+    """The calls after the first: up to `max_calls - 1` more, each after a newline."""
+    return repeat(seq(lit("\n"), _one_call(call, chosen)), 0, _more_calls(max_calls))
 
 
 def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None) -> Node:
     if chosen == ("python",):
-        if max_calls is not None and max_calls < 1:
-            raise CompileError("max_calls must be at least 1", keyword="max_calls")
-        more = None if max_calls is None else max_calls - 1
-        listed = seq(call, repeat(seq(_PY_SEP, call), 0, more))
+        listed = seq(call, repeat(seq(PYTHON_COMMA, call), 0, _more_calls(max_calls)))
         return alt(seq(lit("["), listed, lit("]")), listed)
     return seq(_one_call(call, chosen), _later_calls(call, chosen, max_calls))
 
