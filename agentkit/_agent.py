@@ -104,11 +104,12 @@ class Agent(Generic[OutputT]):
     repeats: each of its calls runs, whatever `repeat_calls` says. Records show repeats
     (`repeat_of`, `reused`); `usage.tool_runs` and `usage.repeated_calls` count them.
 
-    `tool_choice="required"` means at least one successful call: until a call has succeeded,
-    every turn is held to tool calls; after that a turn may call tools or answer, and once a
-    turn holds a repeat of a call that succeeded, the next turn is held to the final answer
-    alone (text, or the output type), so the run ends with an answer. "auto" lets the model
-    answer at any turn and never forces it to.
+    `answer_on_repeat` (default True): once a turn holds a repeat of a call that succeeded,
+    the next turn is held to the final answer alone (text, or the output type): the model is
+    asking again for what it holds, so the run ends with an answer rather than at
+    `max_steps`. `tool_choice="required"` means at least one successful call: until a call
+    has succeeded, every turn is held to tool calls; after that a turn may call tools or
+    answer. "auto" lets the model answer at any turn.
 
     `tool_prompt="python"` lists the tools in the system message and asks for every call of a
     turn as one list, `[get_weather(city="Paris"), add(a=1, b=2)]` (the runtime's template then
@@ -138,6 +139,7 @@ class Agent(Generic[OutputT]):
         tool_choice: Literal["auto", "required"] = "auto",
         tool_prompt: ToolPrompt = "template",
         repeat_calls: RepeatCalls = "reuse",
+        answer_on_repeat: bool = True,
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> None: ...
@@ -160,6 +162,7 @@ class Agent(Generic[OutputT]):
         tool_choice: Literal["auto", "required"] = "auto",
         tool_prompt: ToolPrompt = "template",
         repeat_calls: RepeatCalls = "reuse",
+        answer_on_repeat: bool = True,
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> None: ...
@@ -181,6 +184,7 @@ class Agent(Generic[OutputT]):
         tool_choice: Literal["auto", "required"] = "auto",
         tool_prompt: ToolPrompt = "template",
         repeat_calls: RepeatCalls = "reuse",
+        answer_on_repeat: bool = True,
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> None:
@@ -211,6 +215,7 @@ class Agent(Generic[OutputT]):
         if repeat_calls not in REPEAT_CALLS:
             raise ValueError(f"repeat_calls must be one of {', '.join(map(repr, REPEAT_CALLS))}, got {repeat_calls!r}")
         self.repeat_calls = repeat_calls
+        self.answer_on_repeat = answer_on_repeat
         self.temperature = temperature
         self.seed = seed
         self._grammars: dict[tuple[tuple[Envelope, ...], TurnKind], Grammar | None] = {}
@@ -256,13 +261,12 @@ class Agent(Generic[OutputT]):
         return kind == "calls_or_answer" and self.output is None and envelopes != ("python",)
 
     def _turn_kind(self, state: _RunState) -> TurnKind:
-        """The `tool_choice="required"` policy (see the class docstring); "auto" is always
-        calls or answer."""
-        if self.tool_choice == "auto":
-            return "calls_or_answer"
-        if not any(r.ok for r in state.records):
+        """`tool_choice` and `answer_on_repeat` (see the class docstring)."""
+        if state.must_answer:
+            return "answer"
+        if self.tool_choice == "required" and not any(r.ok for r in state.records):
             return "calls"
-        return "answer" if state.must_answer else "calls_or_answer"
+        return "calls_or_answer"
 
     def _system_prompt(self) -> str | None:
         parts = [self.system_prompt] if self.system_prompt else []
@@ -373,7 +377,8 @@ class Agent(Generic[OutputT]):
                 state.records.append(record)
                 yield ToolResultEvent(state.step, record)
             state.usage = state.usage + RunUsage(repeated_calls=sum(r.repeat_of is not None for r in records))
-            state.must_answer = state.must_answer or state.ledger.repeats_a_success(records)
+            if self.answer_on_repeat and state.ledger.repeats_a_success(records):
+                state.must_answer = True
             self._count_failures(state, records)
 
     def _turn_budget(self, state: _RunState) -> int:

@@ -337,8 +337,7 @@ async def test_the_run_token_budget() -> None:
 
 
 async def test_the_step_limit() -> None:
-    step = call("get_weather", '{"city":"Oslo"}')
-    rt = ScriptedRuntime([step] * 3)
+    rt = ScriptedRuntime([call("get_weather", f'{{"city":"{city}"}}') for city in ("Oslo", "Rome", "Lima")])
     with pytest.raises(StepLimitExceeded) as info:
         await Agent([get_weather], rt, max_steps=3).run("weather?")
     assert len(info.value.messages) == 1 + 3 * 2

@@ -1,6 +1,6 @@
 """Repeated tool calls: duplicates in a turn run once, a call already answered is answered from
 its earlier result (or refused, or run again, as `repeat_calls` says), tools declared
-`idempotent=False` always run, and `tool_choice="required"` ends with an answer after a repeat."""
+`idempotent=False` always run, and a run ends with an answer after a repeat."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ async def test_duplicates_in_one_turn_run_once() -> None:
 async def test_a_call_answered_in_an_earlier_turn_is_not_run_again() -> None:
     runs: list[str] = []
     rt = ScriptedRuntime([PARIS, PARIS_EXPLICIT, PARIS, "12 degrees."])
-    result = await Agent([weather_tool(runs)], rt).run("Paris?")
+    result = await Agent([weather_tool(runs)], rt, answer_on_repeat=False).run("Paris?")
     assert runs == ["Paris"]
     assert [(r.repeat_of, r.reused) for r in result.tool_calls] == [
         (None, False), ("call_1_1", True), ("call_1_1", True)
@@ -103,7 +103,7 @@ async def test_a_call_that_failed_runs_again() -> None:
 async def test_repeat_calls_refuse_answers_a_repeat_with_an_error() -> None:
     runs: list[str] = []
     rt = ScriptedRuntime([PARIS + "\n" + PARIS, PARIS, "12 degrees."])
-    result = await Agent([weather_tool(runs)], rt, repeat_calls="refuse").run("Paris?")
+    result = await Agent([weather_tool(runs)], rt, repeat_calls="refuse", answer_on_repeat=False).run("Paris?")
     assert runs == ["Paris"]
     first, in_turn, next_turn = result.tool_calls
     assert first.ok
@@ -117,7 +117,7 @@ async def test_repeat_calls_refuse_answers_a_repeat_with_an_error() -> None:
 async def test_repeat_calls_run_runs_every_call_and_still_records_repeats() -> None:
     runs: list[str] = []
     rt = ScriptedRuntime([PARIS + "\n" + PARIS, PARIS, "12 degrees."])
-    result = await Agent([weather_tool(runs)], rt, repeat_calls="run").run("Paris?")
+    result = await Agent([weather_tool(runs)], rt, repeat_calls="run", answer_on_repeat=False).run("Paris?")
     assert runs == ["Paris"] * 3
     assert [(r.repeat_of, r.reused, r.ok) for r in result.tool_calls] == [
         (None, False, True), ("call_1_1", False, True), ("call_1_1", False, True)
@@ -184,11 +184,24 @@ async def test_required_answers_after_a_repeat_across_turns() -> None:
     assert not grammars[3].accepts(PARIS) and grammars[3].accepts("Mild.")  # after the repeat
 
 
+async def test_auto_answers_after_a_repeat_too() -> None:
+    """A model free to call or answer that asks again for what it holds is held to an answer."""
+    runs: list[str] = []
+    rt = ScriptedRuntime([PARIS, OSLO, PARIS, "Paris 12, Oslo 12."])
+    result = await Agent([weather_tool(runs)], rt).run("Paris and Oslo?")
+    assert result.output == "Paris 12, Oslo 12." and result.steps == 4
+    assert runs == ["Paris", "Oslo"]
+    grammars = [r.grammar for r in rt.calls]
+    assert all(g.accepts(PARIS) and g.accepts("Mild.") for g in grammars[:3])
+    assert not grammars[3].accepts(PARIS) and grammars[3].accepts("Mild.")
+
+
 async def test_without_the_answer_turn_the_same_loop_hits_the_step_limit() -> None:
-    """What the answer turn prevents: with "auto" a looping model is never forced to answer."""
+    """What the answer turn prevents: with `answer_on_repeat=False` a looping model is never
+    forced to answer."""
     rt = ScriptedRuntime([PARIS + "\n" + PARIS] * 3)
     with pytest.raises(StepLimitExceeded):
-        await Agent([weather_tool([])], rt, max_steps=3).run("Paris?")
+        await Agent([weather_tool([])], rt, max_steps=3, answer_on_repeat=False).run("Paris?")
     assert all(r.grammar.accepts(PARIS) for r in rt.calls)
 
 
