@@ -47,7 +47,7 @@ from ._messages import (
     tool_message,
 )
 from ._output import OutputSpec
-from ._repeats import REPEAT_CALLS, CallLedger, RepeatCalls, ValidCall, reuse_note
+from ._repeats import ANSWER_NOW, REPEAT_CALLS, CallLedger, RepeatCalls, ValidCall, reuse_note
 from ._runtime import budget_reached, model_written_calls, resolve_runtime
 from ._sync import run_to_end
 from ._tool import Tool, tool
@@ -105,8 +105,9 @@ class Agent(Generic[OutputT]):
     (`repeat_of`, `reused`); `usage.tool_runs` and `usage.repeated_calls` count them.
 
     `answer_on_repeat` (default True): once a turn holds a repeat of a call that succeeded,
-    the next turn is held to the final answer alone (text, or the output type): the model is
-    asking again for what it holds, so the run ends with an answer rather than at
+    or a call that fails again with the error an equal call failed with, the next turn is held
+    to the final answer alone (text, or the output type), after a user message asking for it:
+    the model is going in circles, so the run ends with an answer rather than at
     `max_steps`. `tool_choice="required"` means at least one successful call: until a call
     has succeeded, every turn is held to tool calls; after that a turn may call tools or
     answer. "auto" lets the model answer at any turn.
@@ -262,11 +263,9 @@ class Agent(Generic[OutputT]):
 
     def _turn_kind(self, state: _RunState) -> TurnKind:
         """`tool_choice` and `answer_on_repeat` (see the class docstring)."""
-        if state.must_answer:
-            return "answer"
         if self.tool_choice == "required" and not any(r.ok for r in state.records):
             return "calls"
-        return "calls_or_answer"
+        return "answer" if state.must_answer else "calls_or_answer"
 
     def _system_prompt(self) -> str | None:
         parts = [self.system_prompt] if self.system_prompt else []
@@ -377,8 +376,9 @@ class Agent(Generic[OutputT]):
                 state.records.append(record)
                 yield ToolResultEvent(state.step, record)
             state.usage = state.usage + RunUsage(repeated_calls=sum(r.repeat_of is not None for r in records))
-            if self.answer_on_repeat and state.ledger.repeats_a_success(records):
+            if self.answer_on_repeat and not state.must_answer and state.ledger.goes_in_circles(records):
                 state.must_answer = True
+                state.messages.append({"role": "user", "content": ANSWER_NOW})
             self._count_failures(state, records)
 
     def _turn_budget(self, state: _RunState) -> int:

@@ -45,6 +45,11 @@ def call_key(call: ValidCall) -> CallKey | None:
     return call.call.name, json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
+ANSWER_NOW = "Answer the question now, from the tool results above, without calling a tool."
+"""The user message that opens a turn held to the answer because the model went in circles:
+without it, small models held to text write out the last tool message rather than an answer."""
+
+
 def reuse_note(record: ToolCallRecord) -> str:
     """What the model reads after the outcome a reused call was given."""
     return f"(Already answered by call {record.repeat_of}: this is its result again. Use it rather than calling again.)"
@@ -59,11 +64,16 @@ class CallLedger:
       turn, that call's outcome once it has run: duplicates in a turn run once);
     - `"refuse"`: a repeat does not run; it gets a `RepeatedCall` error;
     - `"run"`: a repeat runs like any call (it is still recorded and counted as a repeat).
+
+    A call equal to one that failed is a retry and runs; failing again with the same error is
+    what `goes_in_circles` looks for, beside repeats of successes.
     """
 
     def __init__(self, policy: RepeatCalls):
         self.policy = policy
         self._succeeded: dict[CallKey, ToolCallRecord] = {}
+        self._failed: dict[CallKey, str] = {}  # the error an equal call last failed with
+        self._failed_alike: set[str] = set()  # ids of calls that failed as an equal call had
 
     async def run_turn(
         self,
@@ -99,17 +109,25 @@ class CallLedger:
         outcomes = await asyncio.gather(*(run(valid[i]) for i in to_run))
         for (i, original), outcome in zip(to_run.items(), outcomes):
             record = records[i] = dataclasses.replace(outcome, repeat_of=original)
-            if record.ok and i in keys and keys[i] not in self._succeeded:
-                self._succeeded[keys[i]] = record
+            if i not in keys:
+                continue
+            if record.ok:
+                self._succeeded.setdefault(keys[i], record)
+            else:
+                error = repr(record.error)
+                if self._failed.get(keys[i]) == error:
+                    self._failed_alike.add(record.call.id)
+                self._failed[keys[i]] = error
         for i, first in same_as.items():
             records[i] = _reused(valid[i], records[first])
         return [records[i] for i in range(len(calls))]
 
-    def repeats_a_success(self, records: Sequence[ToolCallRecord]) -> bool:
-        """Whether one of `records` repeats a call that succeeded: the model asked again for
-        what it already holds."""
+    def goes_in_circles(self, records: Sequence[ToolCallRecord]) -> bool:
+        """Whether one of `records` repeats a call that succeeded (the model asked again for
+        what it already holds) or failed with the same error as an equal call before it (it
+        retried what it was told fails)."""
         succeeded = {r.call.id for r in self._succeeded.values()}
-        return any(r.repeat_of in succeeded for r in records)
+        return any(r.repeat_of in succeeded or r.call.id in self._failed_alike for r in records)
 
 
 def _reused(call: ValidCall, original: ToolCallRecord) -> ToolCallRecord:

@@ -328,8 +328,9 @@ async def test_a_steered_close_with_no_finished_call_is_incomplete() -> None:
 
 
 async def test_the_run_token_budget() -> None:
-    step = call("get_weather", '{"city":"Oslo"}')
-    rt = ScriptedRuntime([step, step, step])
+    steps = [call("get_weather", f'{{"city":"{city}"}}') for city in ("Oslo", "Rome", "Lima")]
+    step = steps[0]
+    rt = ScriptedRuntime(steps)
     with pytest.raises(TokenLimitExceeded) as info:
         await Agent([get_weather], rt, token_budget=len(step) * 2 + 5).run("weather?")
     assert len(info.value.messages) == 5

@@ -10,6 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from agentkit import Agent, RepeatedCall, RunUsage, StepLimitExceeded, Tool, ToolResultEvent, tool
+from agentkit._repeats import ANSWER_NOW
 from runtimes.testing import ScriptedRuntime
 
 
@@ -194,6 +195,25 @@ async def test_auto_answers_after_a_repeat_too() -> None:
     grammars = [r.grammar for r in rt.calls]
     assert all(g.accepts(PARIS) and g.accepts("Mild.") for g in grammars[:3])
     assert not grammars[3].accepts(PARIS) and grammars[3].accepts("Mild.")
+    assert [m["content"] for m in rt.calls[3].messages if m["role"] == "user"][-1] == ANSWER_NOW
+
+
+async def test_a_call_that_fails_again_alike_is_answered_too() -> None:
+    """Retrying what the tool said fails, with the same arguments and the same error, is a loop
+    as well; a retry that fails otherwise (or succeeds) is not."""
+
+    @tool
+    def get_population(city: str) -> int:
+        """Population of a known city."""
+        raise KeyError(f"no population for {city!r}")
+
+    kenya = call("get_population", '{"city":"Kenya"}')
+    nairobi = call("get_population", '{"city":"Nairobi"}')
+    rt = ScriptedRuntime([kenya, nairobi, kenya, "I could not find it."])
+    result = await Agent([get_population], rt).run("How many live in Kenya's capital?")
+    assert result.output == "I could not find it." and result.steps == 4
+    grammars = [r.grammar for r in rt.calls]
+    assert all(g.accepts(kenya) for g in grammars[:3]) and not grammars[3].accepts(kenya)
 
 
 async def test_without_the_answer_turn_the_same_loop_hits_the_step_limit() -> None:
