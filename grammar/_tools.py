@@ -27,7 +27,7 @@ from typing import Any, Collection, Literal, Sequence
 from ._errors import CompileError
 from ._grammar import Dropped, Grammar, Ignored, merge_rules
 from ._jsonschema import PYTHON_COMMA, from_json_schema, keyword_arguments
-from ._ir import ANY_CHAR, Node, alt, char_set, lit, negate, opt, ref, repeat, seq, star
+from ._ir import ANY_CHAR, Node, alt, char_set, chars, lit, negate, opt, ref, repeat, seq, star
 from ._timing import logged_compile, tool_set_size
 
 Envelope = Literal["json", "hermes", "fenced", "python"]
@@ -244,31 +244,65 @@ def tool_calls(
     return Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls")
 
 
-def _text_not_starting_with(openings: Sequence[str]) -> Node:
-    """Non-empty text whose first non-blank characters do not begin any of `openings`.
+def _text_not_starting_with(openings: Sequence[str]) -> dict[str, Node]:
+    """Rules for non-empty text (rule "text") whose first non-blank characters do not begin any
+    of `openings` (ASCII, as every envelope's opening and every python tool name is).
 
     After the blanks: a character no opening starts with, then anything; or a proper prefix
     of an opening (that is not itself an opening) followed by the end of the text or by a
-    character that continues no opening, then anything."""
+    character that continues no opening, then anything. The "anything" and the non-ASCII
+    characters that deviate are rules of their own, called from every place they are
+    needed: one set of states, not a copy of each per branch."""
+    if not all(o.isascii() for o in openings):
+        raise CompileError(f"free text's excluded openings must be ASCII: {sorted(openings)}")
     blanks = star(char_set(_BLANKS))
-    rest = star(ANY_CHAR)
+    rest = ref("text-rest")
     closed = set(openings)
 
     def others(chars: set[str]) -> Node:
-        return negate([(ord(c), ord(c)) for c in sorted(chars)])
+        ascii_others = _chars_except([(0, 0x7F)], without=chars)
+        return alt(seq(ascii_others, rest), ref("text-wide"))
 
-    def after(prefix: str) -> Node:
-        """Text whose start so far is `prefix`, a proper prefix of some opening: a trie, so
-        openings that share a start (tool names) share its states."""
-        following = sorted({o[len(prefix)] for o in openings if o.startswith(prefix) and len(o) > len(prefix)})
-        branches = [seq(others(set(following)), rest)]
-        branches += [seq(lit(c), after(prefix + c)) for c in following if prefix + c not in closed]
+    def by_next(prefix: str, group: Sequence[str]) -> dict[str, list[str]]:
+        """The openings of `group` longer than `prefix` (which they all start with), by their
+        next character."""
+        following: dict[str, list[str]] = {}
+        for o in group:
+            if len(o) > len(prefix):
+                following.setdefault(o[len(prefix)], []).append(o)
+        return dict(sorted(following.items()))
+
+    def after(prefix: str, group: Sequence[str]) -> Node:
+        """Text whose start so far is `prefix`, a proper prefix of the openings in `group`: a
+        trie, so openings that share a start (tool names) share its states."""
+        following = by_next(prefix, group)
+        branches = [others(set(following))]
+        branches += [seq(lit(c), after(prefix + c, more)) for c, more in following.items() if prefix + c not in closed]
         return opt(alt(*branches))  # the text may also end here
 
-    firsts = sorted({o[0] for o in openings})
-    branches = [seq(others(set(_BLANKS) | set(firsts)), rest)]
-    branches += [seq(lit(c), after(c)) for c in firsts if c not in closed]
-    return seq(blanks, alt(*branches))
+    firsts = by_next("", openings)
+    branches = [others(set(_BLANKS) | set(firsts))]
+    branches += [seq(lit(c), after(c, more)) for c, more in firsts.items() if c not in closed]
+    return {
+        "text": seq(blanks, alt(*branches)),
+        "text-rest": star(ANY_CHAR),
+        "text-wide": seq(negate([(0, 0x7F)]), rest),
+    }
+
+
+def _chars_except(ranges: Sequence[tuple[int, int]], *, without: set[str]) -> Node:
+    """The characters of `ranges` but those in `without`."""
+    points = sorted(ord(c) for c in without)
+    kept: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        for p in points:
+            if lo <= p <= hi:
+                if lo < p:
+                    kept.append((lo, p - 1))
+                lo = p + 1
+        if lo <= hi:
+            kept.append((lo, hi))
+    return chars(kept)
 
 
 @logged_compile("tool-calls-or-text", tool_set_size)
@@ -292,7 +326,7 @@ def tool_calls_or_text(
         rules.update(_preamble_rules(call, chosen, max_calls, may_end=True))
         rules["text"] = ref("preamble")
     else:
-        rules["text"] = _text_not_starting_with(_openings(chosen, [t.name for t in tools]))
+        rules.update(_text_not_starting_with(_openings(chosen, [t.name for t in tools])))
     rules["root"] = alt(ref("calls"), ref("text"))
     return Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls_or_text")
 
@@ -307,7 +341,7 @@ def _openings(chosen: tuple[Envelope, ...], names: Sequence[str] = ()) -> list[s
 def free_text(*, envelope: Envelope | Sequence[Envelope] = "json") -> Grammar:
     """Non-empty text that cannot be read as a tool call in these envelopes (the text branch
     of `tool_calls_or_text`, alone): a final answer where calls are not allowed."""
-    return Grammar({"root": _text_not_starting_with(_openings(envelopes(envelope)))}, "root", source="free_text")
+    return Grammar(_text_not_starting_with(_openings(envelopes(envelope))), "text", source="free_text")
 
 
 def parse_tool_calls(
