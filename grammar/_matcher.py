@@ -84,6 +84,8 @@ class Matcher:
         self.stop_when_complete = stop_when_complete
         self._history: list[int] = [compiled.start]
         self._eos = set(compiled.tables.eos_ids.tolist())
+        self._masks = compiled._masks
+        self._vocab_size = compiled.vocab_size
 
     # -- state -----------------------------------------------------------------------------
 
@@ -152,12 +154,18 @@ class Matcher:
         twin.stop_when_complete = self.stop_when_complete
         twin._history = list(self._history)
         twin._eos = self._eos
+        twin._masks = self._masks
+        twin._vocab_size = self._vocab_size
         return twin
 
     # -- masks -----------------------------------------------------------------------------
 
     def _state_mask(self) -> StateMask:
         s = self._history[-1]
+        # The usual step first: a state whose mask is known (never the terminated one).
+        known = self._masks.get(s)
+        if known is not None and known.count and not self.stop_when_complete:
+            return known
         if s == _TERMINATED or self.is_terminated():
             return self._eos_only()
         mask = self.compiled.mask(s)
@@ -184,8 +192,11 @@ class Matcher:
     def fill_next_token_bitmask(self, bitmask: np.ndarray, index: int = 0) -> None:
         """Write the allowed-next bitmask into row `index` of `bitmask` (packed int32 layout:
         a one-row array, or a batch of rows); a ValueError if it is not such a row."""
-        row = bitmask_row(bitmask, index, self.compiled.vocab_size)
-        self._state_mask().write(row)
+        row = bitmask_row(bitmask, index, self._vocab_size)
+        mask = self._masks.get(self._history[-1])  # `_state_mask`'s usual case, one call fewer
+        if mask is None or not mask.count or self.stop_when_complete:
+            mask = self._state_mask()
+        mask.write(row)
 
     # -- completion ------------------------------------------------------------------------
 
