@@ -8,7 +8,8 @@ Per mode: tasks whose final answer states the expected facts (success), tasks wh
 successful results held them (facts found: the calls were right, whatever the answer), model
 turns, completion tokens and wall time (each task run alone, greedy, `--max-steps` turns of up to `--max-tokens`).
 `--tool-choice required` runs both agent modes with `tool_choice="required"` (calls until one
-succeeds, an answer forced once a call repeats a success).
+succeeds). In both agent modes an answer is asked for, and the turn held to it, once the model
+goes in circles (the agent's `answer_on_repeat`).
 
 - **constrained**: `Agent(TOOLS, runtime=LlamaCpp(model))`, each turn held to
   `tool_calls_or_text`.
