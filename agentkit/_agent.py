@@ -15,7 +15,7 @@ from typing import Any, Generic, Literal, overload
 from typing_extensions import TypeVar
 
 import grammar
-from grammar import Grammar, GrammarError
+from grammar import Grammar, GrammarError, ReasoningSpan
 from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, tool_instructions
 
 from ._context import RunContext
@@ -112,6 +112,11 @@ class Agent(Generic[OutputT]):
     has succeeded, every turn is held to tool calls; after that a turn may call tools or
     answer. "auto" lets the model answer at any turn.
 
+    `reasoning` (a `grammar.ReasoningSpan`): for thinking models, each turn may open with free
+    reasoning between the span's open and close texts (`<think>…</think>`), within its
+    `max_tokens` where the runtime decodes locally; the turn is what follows it. The
+    reasoning is not kept in the conversation.
+
     `tool_prompt="python"` lists the tools in the system message and asks for every call of a
     turn as one list, `[get_weather(city="Paris"), add(a=1, b=2)]` (the runtime's template then
     gets no tools): small models that write one call in their template's tags write several
@@ -141,6 +146,7 @@ class Agent(Generic[OutputT]):
         tool_prompt: ToolPrompt = "template",
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
+        reasoning: ReasoningSpan | None = None,
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> None: ...
@@ -164,6 +170,7 @@ class Agent(Generic[OutputT]):
         tool_prompt: ToolPrompt = "template",
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
+        reasoning: ReasoningSpan | None = None,
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> None: ...
@@ -186,6 +193,7 @@ class Agent(Generic[OutputT]):
         tool_prompt: ToolPrompt = "template",
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
+        reasoning: ReasoningSpan | None = None,
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> None:
@@ -217,6 +225,7 @@ class Agent(Generic[OutputT]):
             raise ValueError(f"repeat_calls must be one of {', '.join(map(repr, REPEAT_CALLS))}, got {repeat_calls!r}")
         self.repeat_calls = repeat_calls
         self.answer_on_repeat = answer_on_repeat
+        self.reasoning = reasoning
         self.temperature = temperature
         self.seed = seed
         self._grammars: dict[tuple[tuple[Envelope, ...], TurnKind], Grammar | None] = {}
@@ -236,7 +245,10 @@ class Agent(Generic[OutputT]):
         to one they did not choose changes what they write."""
         key = (call_envelopes(envelope), kind)
         if key not in self._grammars:
-            self._grammars[key] = self._build_grammar(*key)
+            g = self._build_grammar(*key)
+            if g is not None and self.reasoning is not None:
+                g = grammar.after_reasoning(g, self.reasoning)
+            self._grammars[key] = g
         return self._grammars[key]
 
     def _build_grammar(self, envelopes: tuple[Envelope, ...], kind: TurnKind) -> Grammar | None:
@@ -435,6 +447,8 @@ class Agent(Generic[OutputT]):
                     **state.context(),
                 )
             text = kept
+        if self.reasoning is not None:  # the turn is what follows the model's reasoning
+            text = self.reasoning.split(text)[1]
         if self.token_budget is not None and state.usage.completion_tokens > self.token_budget:
             raise TokenLimitExceeded(f"the run used more than its token budget of {self.token_budget}", **state.context())
         if kind == "answer":  # its grammar admits no calls

@@ -40,12 +40,17 @@ def model_written_calls(
     """
     text, end = generation.text, generation.steered_from
     assert end is not None
+    start = 0  # where the calls begin: after a reasoning span, if the grammar opens with one
+    if g.reasoning is not None:
+        thought, calls = g.reasoning.split(text)
+        if thought is not None:
+            start = len(text) - len(calls)
     # A list of Python calls is whole only with its `]`: after a finished call, close it.
-    closing = "]" if tuple(envelope) == ("python",) and text.lstrip().startswith("[") else ""
-    for cut in range(end, 0, -1):
+    closing = "]" if tuple(envelope) == ("python",) and text[start:].lstrip().startswith("[") else ""
+    for cut in range(end, start, -1):
         candidate = text[:cut] + (closing if text[cut - 1] == ")" else "")
         if candidate[-1] in "}>`])" and g.accepts(candidate) and parse_tool_calls(
-            candidate, envelope=envelope, preamble=preamble, names=names
+            candidate[start:], envelope=envelope, preamble=preamble, names=names
         ):
             return candidate
     return None

@@ -18,6 +18,7 @@ from ._regex import from_regex
 from ._gbnf import from_gbnf, well_formed
 from ._vocab import Vocabulary
 from ._gguf import GGUFError, read_gguf_metadata
+from ._reasoning import ReasoningSpan, after_reasoning
 from ._tools import ToolSchema, arguments, free_text, parse_tool_calls, tool_calls, tool_calls_or_text
 from ._compile import CompiledGrammar, compile
 from ._matcher import Matcher, TokenMask
@@ -40,10 +41,12 @@ __all__ = [
     "LimitError",
     "Matcher",
     "MatcherError",
+    "ReasoningSpan",
     "TokenMask",
     "ToolSchema",
     "Vocabulary",
     "allocate_token_bitmask",
+    "after_reasoning",
     "any_json",
     "apply_token_bitmask",
     "arguments",

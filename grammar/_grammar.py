@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import CompileError
 from ._ir import Node, Ref, Rules, alt
+
+if TYPE_CHECKING:
+    from ._reasoning import ReasoningSpan
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class Grammar:
         ignored: tuple[Ignored, ...] = (),
         source: str = "",
         schema: Any = None,
+        reasoning: ReasoningSpan | None = None,
     ):
         if root not in rules:
             raise CompileError(f"start rule {root!r} is not defined", keyword="root")
@@ -57,6 +61,9 @@ class Grammar:
         # The JSON Schema this grammar was compiled from, if any: servers that take schemas
         # rather than grammars are sent this.
         self.schema = schema
+        # The reasoning span this grammar opens with (`after_reasoning`), whose token budget a
+        # local runtime keeps.
+        self.reasoning = reasoning
 
     @property
     def root(self) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from ._bitmask import bitmask_row
@@ -251,6 +253,22 @@ class Matcher:
         if logits is None:
             return int(ids[0])
         return int(ids[int(np.argmax(logits[ids]))])
+
+    def token_spelling(self, data: bytes) -> int | None:
+        """The allowed token that spells the longest start of `data`, or None: how a decoder
+        writes text of its own (a reasoning span's close, once its budget is spent) token by
+        token, in tokens the grammar takes."""
+        s = self._history[-1]
+        if s == _TERMINATED:
+            return None
+        t = self.compiled.tables
+        for k in range(len(data), 0, -1):
+            i = bisect.bisect_left(t.sorted_bytes, data[:k])
+            if i < len(t.sorted_bytes) and t.sorted_bytes[i] == data[:k]:
+                token = int(t.order[i])
+                if self.compiled.walk_token(s, token) >= 0:
+                    return token
+        return None
 
     def describe(self) -> str:
         s = self._history[-1]

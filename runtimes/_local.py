@@ -197,6 +197,7 @@ class LocalRuntime(Runtime):
             cancel,
             self._host_logits,
             self._masked_logits,
+            request.grammar.reasoning if request.grammar is not None else None,
         )
 
     def _call_seed(self, seed: int | None) -> int:

@@ -17,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from grammar import Matcher, TokenMask, Vocabulary
+from grammar import Matcher, ReasoningSpan, TokenMask, Vocabulary
 
 from ._errors import RuntimeFailure
 from ._protocol import FinishReason, Generation, Usage
 from ._sampling import Sampler
+from ._span_budget import SpanBudget
 
 logger = logging.getLogger("runtimes")
 
@@ -45,6 +46,7 @@ class Sequence:
         cancel: threading.Event,
         host: HostLogits,
         masked: MaskLogits,
+        reasoning: ReasoningSpan | None = None,
     ):
         self.name = name
         self.vocabulary = vocabulary
@@ -62,6 +64,9 @@ class Sequence:
         self.generated = 0  # tokens chosen, an end-of-sequence token included
         self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pieces: list[str] = []
+        # A reasoning span's token budget, kept where a grammar opens with one that has a budget.
+        self._span = (SpanBudget(reasoning) if matcher is not None and reasoning is not None
+                      and reasoning.max_tokens is not None else None)
 
     @property
     def done(self) -> bool:
@@ -98,6 +103,12 @@ class Sequence:
         matcher = self.matcher
         if matcher is None:
             return self.sampler.select(self._host(logits))
+        if self._span is not None and self._span.spent:
+            token = matcher.token_spelling(self._span.close_left())
+            if token is not None:  # else no token spells it here: the grammar decides, as ever
+                if not matcher.accept_token(token):
+                    raise RuntimeFailure(f"the matcher refused token {token}, which spells the reasoning span's close")
+                return token
         row, mask = self._masked(logits, matcher)
         token = self.sampler.select(row, mask)
         if not matcher.accept_token(token):
@@ -121,6 +132,8 @@ class Sequence:
     def _emit(self, token: int) -> None:
         self.token_ids.append(token)
         piece = self._text.decode(self.vocabulary.token_bytes(token))
+        if self._span is not None:
+            self._span.read(piece)
         if piece:
             self._pieces.append(piece)
             if self.sink is not None:

@@ -155,6 +155,12 @@ class OpenAICompatible(Runtime):
         if request.seed is not None:
             body["seed"] = request.seed
         if request.grammar is not None:
+            span = request.grammar.reasoning
+            if span is not None and span.max_tokens is not None:
+                raise RuntimeFailure(
+                    f"{self.name}: a reasoning span's token budget (max_tokens={span.max_tokens}) is kept by the "
+                    "decoder, and a server decodes on its own; use a ReasoningSpan without max_tokens here"
+                )
             if self.dialect == "gbnf":
                 body["grammar"] = request.grammar.to_gbnf()
             else:

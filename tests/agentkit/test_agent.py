@@ -34,6 +34,7 @@ from agentkit import (
     UsageLimitExceeded,
     tool,
 )
+from grammar import ReasoningSpan
 from runtimes import Generation, Usage
 from runtimes.testing import RandomRuntime, ScriptedRuntime
 
@@ -279,6 +280,32 @@ async def test_calls_the_model_finished_before_a_steered_close_still_run() -> No
     assert [r.arguments.days for r in result.tool_calls] == [2]
     assert result.messages[1]["content"] == whole  # what ran is what the history says was written
     assert result.output == "Mild."
+
+
+async def test_a_thinking_model_reasons_before_each_turn() -> None:
+    """With a reasoning span the turn may open with `<think>…</think>`; the turn is what follows,
+    and the reasoning stays out of the conversation."""
+    span = ReasoningSpan(max_tokens=64)
+    rt = ScriptedRuntime(["<think>I need the weather.</think>\n" + call("get_weather", '{"city":"Oslo"}'),
+                          "<think>21 degrees.</think>\nIt is 21 degrees in Oslo."])
+    agent = Agent([get_weather], rt, reasoning=span)
+    result = await agent.run("Weather in Oslo?")
+    assert result.output == "It is 21 degrees in Oslo." and result.tool_calls[0].arguments.city == "Oslo"
+    assert all("<think>" not in str(m.get("content")) for m in result.messages)
+    g = rt.calls[0].grammar
+    assert g.reasoning == span and g.accepts("<think>x</think>Mild.") and g.accepts("<think></think>Mild.")
+    assert not g.accepts("Mild.")  # the span opens every turn: else an unclosed one would read as text
+    assert not g.accepts("<think>x") and not g.accepts("<think>x</think>")
+
+
+async def test_calls_finished_after_reasoning_before_a_steered_close_still_run() -> None:
+    whole = call("get_weather", '{"city":"Oslo","days":2}')
+    text = "<think>Oslo.</think>" + whole + "\n" + call("get_weather", '{"city":"O"}')
+    steered = Generation(text, "grammar_complete", Usage(10, 40), steered_from=len(text) - 10)
+    rt = ScriptedRuntime([steered, "<think></think>Mild."])
+    result = await Agent([get_weather], rt, max_tokens=40, reasoning=ReasoningSpan()).run("Weather in Oslo?")
+    assert [r.arguments.days for r in result.tool_calls] == [2]
+    assert result.messages[1]["content"] == whole
 
 
 async def test_a_runtime_taught_python_calls_gets_them_parsed_and_run() -> None:
