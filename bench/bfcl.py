@@ -31,6 +31,11 @@ function docs and asks for `[func_name1(params_name1=params_value1, ...), func_n
 and no tools go to the chat template; both runs see it, and the `python` variant holds the
 constrained run to that list (`grammar.tool_calls(..., envelope="python")`).
 
+`--think TOKENS` asks both runs to reason inside `<think></think>` before answering (a
+sentence in the system message); the free answer is read after its reasoning, and each
+constrained run opens with a reasoning span of at most TOKENS tokens
+(`grammar.after_reasoning`), for models that think.
+
 `irrelevance` items offer tools that do not fit the question: the right answer is no call.
 Its constrained run is held by `grammar.tool_calls_or_text` (a call or text that cannot be
 mistaken for one), and its "AST" columns are the rate of answers with no call, as BFCL scores
@@ -135,16 +140,30 @@ Here is a list of functions in JSON format that you can invoke.
 """
 
 
-def prompt_messages(item: Item, prompt: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+THINK_PROMPT = "Before you answer, think step by step inside <think></think>; then give the answer."
+"""What `--think` adds to the system message of both runs."""
+
+
+def prompt_messages(item: Item, prompt: str, think: bool = False
+                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     """The messages and tools one item is asked with: the tools through the chat template
-    (`template`), or listed in BFCL's prompt-mode system message (`python`)."""
+    (`template`), or listed in BFCL's prompt-mode system message (`python`); with `think`, the
+    system message also asks for reasoning first."""
+    notes = [THINK_PROMPT] if think else []
     if prompt == "template":
-        return item.messages, [t.to_openai() for t in item.tools.values()]
-    system = PYTHON_PROMPT.format(functions=json.dumps(item.functions, ensure_ascii=False))
-    rest = item.messages
+        return _with_system(item.messages, notes), [t.to_openai() for t in item.tools.values()]
+    notes.insert(0, PYTHON_PROMPT.format(functions=json.dumps(item.functions, ensure_ascii=False)))
+    return _with_system(item.messages, notes), None
+
+
+def _with_system(messages: list[dict[str, Any]], notes: list[str]) -> list[dict[str, Any]]:
+    if not notes:
+        return messages
+    rest = messages
+    system = "\n\n".join(notes)
     if rest and rest[0].get("role") == "system":
         system, rest = f"{rest[0]['content']}\n\n{system}", rest[1:]
-    return [{"role": "system", "content": system}, *rest], None
+    return [{"role": "system", "content": system}, *rest]
 
 
 # --- reading answers ------------------------------------------------------------------------
@@ -368,13 +387,17 @@ async def run_item(item: Item, runtime: Any, category: str, max_tokens: int,
 
 
 async def run_variants(item: Item, runtime: Any, category: str, max_tokens: int,
-                       variants: list[Variant], prompt: str = "template") -> tuple[Outcome, list[Outcome]]:
-    """The free run of one item and one constrained run per variant, all asked alike."""
-    messages, tools_json = prompt_messages(item, prompt)
+                       variants: list[Variant], prompt: str = "template",
+                       think: int | None = None) -> tuple[Outcome, list[Outcome]]:
+    """The free run of one item and one constrained run per variant, all asked alike. With
+    `think`, both are asked to reason first; the free answer is read after its reasoning, and
+    each constrained run opens with a reasoning span of at most `think` tokens."""
+    messages, tools_json = prompt_messages(item, prompt, think is not None)
+    span = grammar.ReasoningSpan(max_tokens=think) if think is not None else None
     free, free_found, free_error = "", [], None
     try:
         free = (await runtime.generate(messages, tools=tools_json, max_tokens=max_tokens)).text
-        free_found = free_calls(free, item.tools)
+        free_found = free_calls(span.split(free)[1] if span else free, item.tools)
     except Exception as exc:  # any failure of the stack is a failed answer, reported as such
         free_error = f"{type(exc).__name__}: {exc}"
     helds = []
@@ -391,8 +414,11 @@ async def run_variants(item: Item, runtime: Any, category: str, max_tokens: int,
                 whitespace=variant.whitespace,
                 preamble=variant.preamble,
             )
+            if span is not None:
+                g = grammar.after_reasoning(g, span)
             held = (await runtime.generate(messages, grammar=g, tools=tools_json, max_tokens=max_tokens)).text
-            held_calls = grammar.parse_tool_calls(held, envelope=envelope, preamble=variant.preamble,
+            answer = span.split(held)[1] if span else held
+            held_calls = grammar.parse_tool_calls(answer, envelope=envelope, preamble=variant.preamble,
                                                   names=list(item.tools)) or []
         except Exception as exc:  # any failure of the stack is a failed answer, reported as such
             held_error = f"{type(exc).__name__}: {exc}"
@@ -402,7 +428,7 @@ async def run_variants(item: Item, runtime: Any, category: str, max_tokens: int,
 
 async def evaluate(categories: list[str], limit: int | None, max_tokens: int, runtime: Any, verbose: bool,
                    concurrency: int = 8, variants: list[Variant] | None = None,
-                   prompt: str = "template") -> list[CategoryScore]:
+                   prompt: str = "template", think: int | None = None) -> list[CategoryScore]:
     root = corpus_bfcl()
     scores = []
     gate = asyncio.Semaphore(concurrency)
@@ -410,7 +436,7 @@ async def evaluate(categories: list[str], limit: int | None, max_tokens: int, ru
 
     async def guarded(item: Item, category: str) -> tuple[Outcome, list[Outcome]]:
         async with gate:
-            return await run_variants(item, runtime, category, max_tokens, chosen, prompt)
+            return await run_variants(item, runtime, category, max_tokens, chosen, prompt, think)
 
     for category in categories:
         items, skipped = load(category, root, limit)
@@ -478,6 +504,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt", choices=PROMPTS, default="template",
                         help="how tools are shown: the chat template's way, or BFCL's prompt mode asking for "
                         "a Python list of calls (use with --variant python)")
+    parser.add_argument("--think", type=int, metavar="TOKENS",
+                        help="ask both runs to reason in <think></think> first; each constrained run opens "
+                        "with a reasoning span of at most TOKENS tokens (grammar.after_reasoning)")
     models.add_model_option(parser)
     args = parser.parse_args(argv)
     if not corpus_bfcl().is_dir():
@@ -485,10 +514,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runtime = models.runtime(args.model)
     print(f"model: {runtime.name}  envelope: {runtime.tool_call_envelope}  prompt: {args.prompt}  "
-          f"max_tokens: {args.max_tokens}")
+          f"max_tokens: {args.max_tokens}" + (f"  think: {args.think} tokens" if args.think is not None else ""))
     variants = args.variant or [Variant()]
     scores = asyncio.run(evaluate(args.categories, args.limit, args.max_tokens, runtime, args.verbose,
-                                  args.concurrency, variants, args.prompt))
+                                  args.concurrency, variants, args.prompt, args.think))
     for k, variant in enumerate(variants):
         print(f"constrained: {variant.label()}")
         print(report(scores, k))

@@ -10,6 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+import grammar
 from bench.bfcl import (
     CATEGORIES,
     NO_CALL,
@@ -196,3 +197,22 @@ async def test_prompt_mode_asks_in_a_system_message_and_scores_a_python_list(cor
     assert system["role"] == "system" and "[func_name1(params_name1=params_value1" in system["content"]
     assert json.dumps(item.functions[0]["name"]) in system["content"]
     assert runtime.calls[0].tools is None and runtime.calls[1].grammar is not None
+
+
+async def test_think_asks_both_runs_to_reason_and_reads_the_answer_after_it(corpus: Path) -> None:
+    from bench.bfcl import THINK_PROMPT, Variant, run_variants
+    from runtimes.testing import ScriptedRuntime
+
+    [item], _ = load("parallel", corpus / "bfcl", 1)
+    pieces = []
+    for call in _first_answers(item.ground_truth):
+        declared = list(item.tools[call["name"]].schema["properties"])
+        args = ", ".join(f"{k}={json.dumps(call['arguments'][k])}" for k in declared if k in call["arguments"])
+        pieces.append(f"{call['name']}({args})")
+    text = "<think>Several calls, one list.</think>\n[" + ", ".join(pieces) + "]"
+    runtime = ScriptedRuntime([text, text])
+    free, [held] = await run_variants(item, runtime, "parallel", 256, [Variant.parse("python")], "python", think=64)
+    assert (free.correct, held.correct) == (True, True)
+    assert all(THINK_PROMPT in r.messages[0]["content"] for r in runtime.calls)
+    g = runtime.calls[1].grammar
+    assert g.reasoning == grammar.ReasoningSpan(max_tokens=64) and not g.accepts(text.split("\n", 1)[1])
