@@ -184,12 +184,7 @@ async def test_prompt_mode_asks_in_a_system_message_and_scores_a_python_list(cor
     from runtimes.testing import ScriptedRuntime
 
     [item], _ = load("parallel", corpus / "bfcl", 1)
-    pieces = []
-    for call in _first_answers(item.ground_truth):
-        declared = list(item.tools[call["name"]].schema["properties"])
-        args = ", ".join(f"{k}={json.dumps(call['arguments'][k])}" for k in declared if k in call["arguments"])
-        pieces.append(f"{call['name']}({args})")
-    text = "[" + ", ".join(pieces) + "]"
+    text = _python_list(item)
     runtime = ScriptedRuntime([text, text])
     free, [held] = await run_variants(item, runtime, "parallel", 256, [Variant.parse("python")], "python")
     assert (free.valid, free.correct, held.valid, held.correct) == (True, True, True, True)
@@ -204,15 +199,20 @@ async def test_think_asks_both_runs_to_reason_and_reads_the_answer_after_it(corp
     from runtimes.testing import ScriptedRuntime
 
     [item], _ = load("parallel", corpus / "bfcl", 1)
-    pieces = []
-    for call in _first_answers(item.ground_truth):
-        declared = list(item.tools[call["name"]].schema["properties"])
-        args = ", ".join(f"{k}={json.dumps(call['arguments'][k])}" for k in declared if k in call["arguments"])
-        pieces.append(f"{call['name']}({args})")
-    text = "<think>Several calls, one list.</think>\n[" + ", ".join(pieces) + "]"
+    text = "<think>Several calls, one list.</think>\n" + _python_list(item)
     runtime = ScriptedRuntime([text, text])
     free, [held] = await run_variants(item, runtime, "parallel", 256, [Variant.parse("python")], "python", think=64)
     assert (free.correct, held.correct) == (True, True)
     assert all(THINK_PROMPT in r.messages[0]["content"] for r in runtime.calls)
     g = runtime.calls[1].grammar
     assert g.reasoning == grammar.ReasoningSpan(max_tokens=64) and not g.accepts(text.split("\n", 1)[1])
+
+
+def _python_list(item: Any) -> str:
+    """An item's first right answer as a Python list of calls, arguments in declared order."""
+    pieces = []
+    for call in _first_answers(item.ground_truth):
+        declared = list(item.tools[call["name"]].schema["properties"])
+        args = ", ".join(f"{k}={json.dumps(call['arguments'][k])}" for k in declared if k in call["arguments"])
+        pieces.append(f"{call['name']}({args})")
+    return "[" + ", ".join(pieces) + "]"
