@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 from ._errors import CompileError
 from ._grammar import Grammar, merge_rules
-from ._ir import Node, alt, char_set, lit, negate, ref, seq, star
+from ._ir import Node, alt, char_set, lit, negate, ref, repeat, seq
 
 _BLANKS = " \t\n\r"
+_MAX_BLANKS = 4  # between the close and the body
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class ReasoningSpan:
 
 def after_reasoning(body: Grammar, span: ReasoningSpan = ReasoningSpan(), *, required: bool = True) -> Grammar:
     """A reasoning span (`span.open`, free text that does not hold `span.close`, `span.close`,
-    blanks), then a sentence of `body`. The result's `reasoning` is `span`, for the runtime to
+    up to four blanks), then a sentence of `body`. The result's `reasoning` is `span`, for the runtime to
     keep its budget.
 
     With `required=False` the span may be left out and the body begin at once. Where the body
@@ -56,7 +57,9 @@ def after_reasoning(body: Grammar, span: ReasoningSpan = ReasoningSpan(), *, req
     body: keep the span required for such bodies."""
     rules = merge_rules(("body-", body.rules))
     after = f"body-{body.root}"
-    rules["reasoning-end"] = seq(star(char_set(_BLANKS)), ref(after))
+    # A few blanks, not any number: after a close it was made to write, a model may go on
+    # with blanks to the end of its budget.
+    rules["reasoning-end"] = seq(repeat(char_set(_BLANKS), 0, _MAX_BLANKS), ref(after))
     rules.update(_text_until(span.close, "reasoning-", ref("reasoning-end")))
     thought = seq(lit(span.open), ref("reasoning-0"))
     rules["root"] = thought if required else alt(thought, ref(after))

@@ -62,6 +62,12 @@ def test_the_span_is_required_unless_said_otherwise() -> None:
     assert optional.reasoning == ReasoningSpan()
 
 
+def test_blanks_after_the_close_are_bounded() -> None:
+    """After a close the runtime wrote, a model may go on with blanks: a few, not its budget."""
+    g = after_reasoning(BODY)
+    assert g.accepts("<think>x</think>\n\n" + DOC) and not g.accepts("<think>x</think>" + " " * 5 + DOC)
+
+
 def test_split() -> None:
     span = ReasoningSpan()
     assert span.split("<think>x</think>\n {}") == ("x", "{}")
