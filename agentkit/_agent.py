@@ -109,8 +109,8 @@ class Agent(Generic[OutputT]):
     to the final answer alone (text, or the output type), after a user message asking for it:
     the model is going in circles, so the run ends with an answer rather than at
     `max_steps`. `tool_choice="required"` means at least one successful call: until a call
-    has succeeded, every turn is held to tool calls; after that a turn may call tools or
-    answer. "auto" lets the model answer at any turn.
+    has succeeded, every turn is held to tool calls (going in circles then changes nothing);
+    after that a turn may call tools or answer. "auto" lets the model answer at any turn.
 
     `reasoning` (a `grammar.ReasoningSpan`): for thinking models, each turn may open with free
     reasoning between the span's open and close texts (`<think>…</think>`), within its
@@ -275,9 +275,13 @@ class Agent(Generic[OutputT]):
 
     def _turn_kind(self, state: _RunState) -> TurnKind:
         """`tool_choice` and `answer_on_repeat` (see the class docstring)."""
-        if self.tool_choice == "required" and not any(r.ok for r in state.records):
+        if self._needs_a_success(state):
             return "calls"
         return "answer" if state.must_answer else "calls_or_answer"
+
+    def _needs_a_success(self, state: _RunState) -> bool:
+        """Whether turns are still held to calls: `tool_choice="required"` before any success."""
+        return self.tool_choice == "required" and not any(r.ok for r in state.records)
 
     def _system_prompt(self) -> str | None:
         parts = [self.system_prompt] if self.system_prompt else []
@@ -388,7 +392,8 @@ class Agent(Generic[OutputT]):
                 state.records.append(record)
                 yield ToolResultEvent(state.step, record)
             state.usage = state.usage + RunUsage(repeated_calls=sum(r.repeat_of is not None for r in records))
-            if self.answer_on_repeat and not state.must_answer and state.ledger.goes_in_circles(records):
+            if (self.answer_on_repeat and not state.must_answer and not self._needs_a_success(state)
+                    and state.ledger.goes_in_circles(records)):
                 state.must_answer = True
                 state.messages.append({"role": "user", "content": ANSWER_NOW})
             self._count_failures(state, records)

@@ -232,10 +232,11 @@ async def test_required_holds_to_calls_while_the_repeated_call_failed() -> None:
         raise ValueError("down")
 
     twice = call("broken", '{"x":1}') + "\n" + call("broken", '{"x":1}')
-    rt = ScriptedRuntime([twice, twice])
-    with pytest.raises(StepLimitExceeded):
-        await Agent([broken], rt, tool_choice="required", max_steps=2).run("go")
+    rt = ScriptedRuntime([twice, twice, twice])
+    with pytest.raises(StepLimitExceeded) as info:
+        await Agent([broken], rt, tool_choice="required", max_steps=3).run("go")
     assert not any(r.grammar.accepts("Sorry.") for r in rt.calls)
+    assert ANSWER_NOW not in [m["content"] for m in info.value.messages]  # no answer is asked for
 
 
 class Forecast(BaseModel):
