@@ -195,10 +195,7 @@ class Matcher:
         """Write the allowed-next bitmask into row `index` of `bitmask` (packed int32 layout:
         a one-row array, or a batch of rows); a ValueError if it is not such a row."""
         row = bitmask_row(bitmask, index, self._vocab_size)
-        mask = self._masks.get(self._history[-1])  # `_state_mask`'s usual case, one call fewer
-        if mask is None or not mask.count or self.stop_when_complete:
-            mask = self._state_mask()
-        mask.write(row)
+        self._state_mask().write(row)
 
     # -- completion ------------------------------------------------------------------------
 
