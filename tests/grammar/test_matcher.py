@@ -545,10 +545,11 @@ def test_a_grammar_that_matches_nothing_is_refused_at_compile(schema):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), steps=st.integers(0, 12), boost=st.booleans())
-def test_argmax_and_allows_agree_with_the_dense_mask(seed: int, steps: int, boost: bool) -> None:
+@given(seed=st.integers(0, 2**32 - 1), steps=st.integers(0, 12), boost=st.booleans(), ties=st.booleans())
+def test_argmax_and_allows_agree_with_the_dense_mask(seed: int, steps: int, boost: bool, ties: bool) -> None:
     """Whether or not the row's own best token is allowed (`boost` makes it an allowed one),
-    `argmax` is the dense masked argmax and `allows` is membership."""
+    and with many equal logits (`ties`: the lowest id wins), `argmax` is the dense masked
+    argmax and `allows` is membership."""
     rng = np.random.default_rng(seed)
     m = grammar.Matcher(grammar.compile(GRAMMARS["json"], VOCAB))
     for _ in range(steps):
@@ -560,6 +561,8 @@ def test_argmax_and_allows_agree_with_the_dense_mask(seed: int, steps: int, boos
     mask = m.next_token_mask()
     allowed = mask.allowed_ids()
     logits = rng.normal(size=VOCAB.size).astype(np.float32)
+    if ties:
+        logits = np.round(logits)
     if boost:
         logits[int(allowed[rng.integers(allowed.size)])] = 100.0
     dense = np.full(VOCAB.size, -np.inf, np.float32)
