@@ -10,6 +10,9 @@ per-token time is the median interval between streamed pieces. The ratio is cons
 The two answers differ in length, and a token late in a long answer costs more than an early one
 (attention reads every position before it): "same positions" compares each round's pair over
 the pieces both answers have, so the ratio is the grammar's cost and not the answers' lengths.
+The machine's speed drifts between requests by more than the grammar costs, so each round's
+pair also gives its own ratio (same positions; the order of the two alternates by round), and
+"rounds" is the median and range of those.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ async def run(names: list[str], rounds: int, max_tokens: int, model: str | None 
     print(f"model: {rt.name}")
     await _stream(rt, "Hello.", None, 8)  # the model loaded and warm
     print(f"{'schema':16s} {'first ms':>9s} {'free ms/tok':>12s} {'grammar ms/tok':>15s} {'ratio':>6s} "
-          f"{'same positions':>15s}   (pieces per answer, free / constrained)")
+          f"{'same positions':>15s} {'rounds: median [range]':>23s}   (pieces per answer, free / constrained)")
     for name in names:
         schema, prompt = SCHEMAS[name]
         g = grammar.from_json_schema(schema)  # a fresh grammar: the first request compiles it
@@ -70,18 +73,27 @@ async def run(names: list[str], rounds: int, max_tokens: int, model: str | None 
         constrained: list[float] = []
         paired_free: list[float] = []
         paired_constrained: list[float] = []
-        for _ in range(rounds):
-            one = (await _stream(rt, prompt, None, max_tokens))[1]
-            other = (await _stream(rt, prompt, g, max_tokens))[1]
+        round_ratios: list[float] = []
+        for k in range(rounds):
+            if k % 2 == 0:  # the order alternates, so neither side always runs second
+                one = (await _stream(rt, prompt, None, max_tokens))[1]
+                other = (await _stream(rt, prompt, g, max_tokens))[1]
+            else:
+                other = (await _stream(rt, prompt, g, max_tokens))[1]
+                one = (await _stream(rt, prompt, None, max_tokens))[1]
             free += one
             constrained += other
             n = min(len(one), len(other))
             paired_free += one[:n]
             paired_constrained += other[:n]
+            if n:
+                round_ratios.append(statistics.median(other[:n]) / statistics.median(one[:n]))
         a, b = statistics.median(constrained), statistics.median(free)
         same = statistics.median(paired_constrained) / statistics.median(paired_free)
-        print(f"{name:16s} {first * 1e3:9.0f} {b * 1e3:12.2f} {a * 1e3:15.2f} {a / b:6.3f} {same:15.3f}"
-              f"   ({len(free) / rounds:.0f} / {len(constrained) / rounds:.0f} pieces)", flush=True)
+        spread = (f"{statistics.median(round_ratios):.3f} [{min(round_ratios):.3f}-{max(round_ratios):.3f}]"
+                  if round_ratios else "-")
+        print(f"{name:16s} {first * 1e3:9.0f} {b * 1e3:12.2f} {a * 1e3:15.2f} {a / b:6.3f} {same:15.3f} "
+              f"{spread:>23s}   ({len(free) / rounds:.0f} / {len(constrained) / rounds:.0f} pieces)", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
