@@ -197,9 +197,23 @@ def standardize(text: str) -> str:
     return re.sub(r"[ ,./\-_*^]", "", text).lower().replace("'", '"')
 
 
-def value_matches(value: Any, answers: list[Any], schema: dict[str, Any]) -> bool:
-    """Whether `value` equals one of the acceptable `answers` under BFCL's comparison."""
+def value_matches(value: Any, answers: list[Any], schema: dict[str, Any], *, top: bool = False) -> bool:
+    """Whether `value` equals one of the acceptable `answers` under BFCL's comparison.
+
+    `""` among the answers means the parameter may be left out. BFCL's checker compares strings
+    with that `""` still among the answers, so a string that standardizes to empty matches it,
+    and it reads `""` as an empty list when it checks a parameter's list (`top`: a call's own
+    parameter, not a key inside a dict value), so `[]` matches it there."""
+    if "" in answers and _empty_like(value, schema, top):
+        return True
     return any(_equal(value, answer, schema) for answer in answers if answer != "")
+
+
+def _empty_like(value: Any, schema: dict[str, Any], top: bool) -> bool:
+    kind = schema.get("type")
+    if isinstance(value, str):  # a call's parameter is type-checked first; a dict's keys are not
+        return standardize(value) == "" and (not top or kind in (None, "string"))
+    return top and value == [] and kind == "array"
 
 
 def _equal(value: Any, answer: Any, schema: dict[str, Any]) -> bool:
@@ -251,7 +265,7 @@ def call_matches(call: dict[str, Any], expected: dict[str, dict[str, list[Any]]]
         if param not in arguments:
             if "" not in answers:
                 return False
-        elif not value_matches(arguments[param], answers, props.get(param, {})):
+        elif not value_matches(arguments[param], answers, props.get(param, {}), top=True):
             return False
     return True
 

@@ -85,6 +85,11 @@ def test_ast_rules() -> None:
     assert not verdict({"width": 2.0, "colour": "red"})  # unknown parameter
     assert not verdict({"width": 3.0})
     assert not verdict({"width": 2.0, "tags": ["ab"]})
+    # BFCL compares with the "may be left out" answer "" still among the answers: an empty
+    # string (after standardizing) matches it, and so does an empty list for a list parameter
+    assert verdict({"width": 2.0, "unit": ""}) and verdict({"width": 2.0, "unit": " - "})
+    assert verdict({"width": 2.0, "tags": []})
+    assert not verdict({"width": 2.0, "unit": "feet"})
     assert not verdict({"width": 2.0}, name="volume")
     assert not ast_correct([], truth, tools)
     assert standardize("New-York, U.S.A_") == "newyorkusa"
