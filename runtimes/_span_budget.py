@@ -41,17 +41,19 @@ class SpanBudget:
             return
         if self._inside:
             self.tokens += 1
-            seen = self._tail + piece
-            if self.span.close in seen:
-                self._inside, self._past = False, True
-            self._tail = seen[-len(self.span.close):]
+            self._reason(piece)
             return
         self._lead += piece
         open_ = self.span.open
         if self._lead.startswith(open_):
             self._inside = True
-            self._tail = self._lead[len(open_):][-len(self.span.close):]
-            if self.span.close in self._lead[len(open_):]:
-                self._inside, self._past = False, True
+            self._reason(self._lead[len(open_):])  # what the opening token wrote past the open
         elif not open_.startswith(self._lead):
             self._past = True
+
+    def _reason(self, text: str) -> None:
+        """Text inside the span: keep its last characters, and leave the span at the close."""
+        seen = self._tail + text
+        if self.span.close in seen:
+            self._inside, self._past = False, True
+        self._tail = seen[-len(self.span.close):]
