@@ -1,6 +1,6 @@
 """Each engine's mask timed where a decoder asks for it: right after a real forward pass.
 
-    python -m bench.loop_masks [--model gemma3|smollm2|PATH] [--rounds 6] [--schema NAME ...]
+    python -m bench.loop_masks [--model gemma3|smollm2|NAME|PATH] [--rounds 6] [--schema NAME ...]
                                [--engine NAME ...]
 
 `bench.masker` times masks in a loop of its own, a fresh logits row standing in for the forward
@@ -32,13 +32,14 @@ DEFAULT_SCHEMAS = ["person", "20 properties", "depth-6 nesting", "free JSON", "s
 
 
 def _model_path(name: str) -> Path:
-    from bench import vocabularies
+    """Gemma 3 270M or SmolLM2 by those names, else a named evaluation model or a GGUF path."""
+    from bench import models, vocabularies
 
     if name == "gemma3":
         return vocabularies.gemma3_gguf()
     if name == "smollm2":
         return vocabularies.smollm2_gguf()
-    return Path(name)
+    return models.resolve(name)
 
 
 def _document(llama, engine: Engine, compiled, tokens: list[int], size: int, parity: int,
@@ -114,7 +115,8 @@ def run(model: str, schema_names: list[str], rounds: int, engine_names: list[str
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="gemma3", help="gemma3, smollm2 or a GGUF path")
+    parser.add_argument("--model", default="gemma3", metavar="gemma3|smollm2|NAME|PATH",
+                        help="Gemma 3 270M (default), SmolLM2, an evaluation model of bench.models, or a GGUF file")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads (default 2)")
     parser.add_argument("--schema", action="append", choices=sorted(SCHEMAS), help=f"repeatable; default {DEFAULT_SCHEMAS}")
