@@ -15,6 +15,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 from typing import Callable
 
+from . import _json_lang as lang
 from ._errors import CompileError, LimitError
 from ._ir import EMPTY, NOTHING, Node, alt, chars, lit, opt, plus, ref, repeat, seq, star
 
@@ -30,6 +31,14 @@ EXPONENT = seq(chars([(0x45, 0x45), (0x65, 0x65)]), opt(chars([(0x2B, 0x2B), (0x
 UNSIGNED_NUMBER = seq(UNSIGNED_INT, opt(FRACTION), opt(EXPONENT))
 ANY_INTEGER = seq(opt(lit("-")), UNSIGNED_INT)
 ANY_NUMBER = seq(opt(lit("-")), UNSIGNED_NUMBER)
+
+# Texts whose value is not an integer: under 1e7 in magnitude with a fraction of at most 8
+# digits, one of them nonzero. At most 15 significant digits round-trip through a double, so
+# the float the validator reads is no integer either (more digits may round to one:
+# 1.99999999999999990 is 2.0).
+NONINTEGRAL_MAGNITUDE = 10**7
+_FRACTION_SCALE = 10**8
+_NONZERO_DIGITS = lang.intersect(lang.from_node(seq(star(DIGIT), NONZERO, star(DIGIT))), lang.lengths(1, 8))
 
 
 @dataclass(frozen=True)
@@ -306,22 +315,30 @@ def _fraction_between(f: str, g: str) -> Node:
     return alt(*parts)
 
 
-def _fractional_magnitudes(lo: Fraction, hi: Fraction | None, rule, tag: str) -> Node:
-    """Texts I.F (I canonical, F non-empty) with lo <= I.F <= hi, exact decimal comparison."""
+def _fractional_magnitudes(lo: Fraction, hi: Fraction | None, rule, tag: str, nonintegral: bool = False) -> Node:
+    """Texts I.F (I canonical, F non-empty) with lo <= I.F <= hi, exact decimal comparison;
+    with `nonintegral`, only those whose F has a nonzero digit."""
     if hi is not None and hi < lo:
         return NOTHING
+
+    def digits(f: Node) -> Node:  # fraction digits F
+        if not nonintegral:
+            return f
+        return lang.to_node(lang.intersect(lang.from_node(f), _NONZERO_DIGITS), rule, tag + "f")
+
+    any_fraction = seq(lit("."), digits(plus(DIGIT)))
     lo_int, lo_frac = _decimal_digits(lo)
     if hi is None:
-        parts = [seq(lit(str(lo_int)), lit("."), _fraction_at_least(lo_frac))]
-        parts.append(seq(integer_texts(lo_int + 1, None, rule=rule, tag=tag), FRACTION))
+        parts = [seq(lit(str(lo_int)), lit("."), digits(_fraction_at_least(lo_frac)))]
+        parts.append(seq(integer_texts(lo_int + 1, None, rule=rule, tag=tag), any_fraction))
         return alt(*parts)
     hi_int, hi_frac = _decimal_digits(hi)
     if lo_int == hi_int:
-        return seq(lit(str(lo_int)), lit("."), _fraction_between(lo_frac, hi_frac))
-    parts = [seq(lit(str(lo_int)), lit("."), _fraction_at_least(lo_frac))]
+        return seq(lit(str(lo_int)), lit("."), digits(_fraction_between(lo_frac, hi_frac)))
+    parts = [seq(lit(str(lo_int)), lit("."), digits(_fraction_at_least(lo_frac)))]
     if hi_int - lo_int > 1:
-        parts.append(seq(integer_texts(lo_int + 1, hi_int - 1, rule=rule, tag=tag), FRACTION))
-    parts.append(seq(lit(str(hi_int)), lit("."), _fraction_at_most(hi_frac)))
+        parts.append(seq(integer_texts(lo_int + 1, hi_int - 1, rule=rule, tag=tag), any_fraction))
+    parts.append(seq(lit(str(hi_int)), lit("."), digits(_fraction_at_most(hi_frac))))
     return alt(*parts)
 
 
@@ -372,6 +389,7 @@ def number_texts(
     *,
     integers: bool = True,
     fractions: bool = True,
+    nonintegral: bool = False,
     modulus: int = 1,
     rule: Callable[[str, Node], Node],
     tag: str,
@@ -380,12 +398,17 @@ def number_texts(
 
     `integers`: integer texts (exact `int`s), multiples of `modulus`. `fractions`: texts with a
     fraction or exponent (`float`s; never with a modulus), exponent forms only on a side of zero
-    no bound limits.
+    no bound limits. `nonintegral`: of those, only texts whose value is not an integer, the ones
+    without an exponent whose fraction has a nonzero digit (a subset: `25e-1` is left out).
     """
     ilo, ihi = integer_range(lo, hi)
     ints = integer_texts(ilo, ihi, modulus, rule=rule, tag=tag) if integers else NOTHING
     if not fractions or modulus != 1:
         return ints
+    if nonintegral:
+        near = Fraction(NONINTEGRAL_MAGNITUDE)
+        lo = tighter_lower(lo, Bound(-near, True, -NONINTEGRAL_MAGNITUDE))
+        hi = tighter_upper(hi, Bound(near, True, NONINTEGRAL_MAGNITUDE))
     if lo is None and hi is None:
         if integers:  # JSON's own number grammar: one integer part, not one per alternative
             return ANY_NUMBER
@@ -394,6 +417,10 @@ def number_texts(
     dhi = _decimal_inside(hi, lower=False) if hi is not None else None
     if (lo is not None and dlo is None) or (hi is not None and dhi is None):
         return ints
+    if nonintegral and dlo is not None and dhi is not None:  # both bounds are set here
+        # Its texts have at most 8 fraction digits: the bounds rounded inwards to 8 keep them all.
+        dlo = Fraction(math.ceil(dlo * _FRACTION_SCALE), _FRACTION_SCALE)
+        dhi = Fraction(math.floor(dhi * _FRACTION_SCALE), _FRACTION_SCALE)
     parts = [ints]
     zero = Fraction(0)
     unsigned_fractional = seq(UNSIGNED_INT, alt(seq(FRACTION, opt(EXPONENT)), EXPONENT))
@@ -402,12 +429,14 @@ def number_texts(
         if dhi is None and (dlo is None or dlo <= zero):
             parts.append(unsigned_fractional)
         else:
-            parts.append(_fractional_magnitudes(max(dlo, zero) if dlo is not None else zero, dhi, rule, tag + "p"))
+            low = max(dlo, zero) if dlo is not None else zero
+            parts.append(_fractional_magnitudes(low, dhi, rule, tag + "p", nonintegral))
     # Negative texts "-m": values -m in [dlo, dhi], so m in [max(-dhi, 0), -dlo].
     if dlo is None or dlo <= zero:
         if dlo is None and (dhi is None or dhi >= zero):
             parts.append(seq(lit("-"), unsigned_fractional))
         else:
             mlo = max(-dhi, zero) if dhi is not None else zero
-            parts.append(seq(lit("-"), _fractional_magnitudes(mlo, -dlo if dlo is not None else None, rule, tag + "n")))
+            high = -dlo if dlo is not None else None
+            parts.append(seq(lit("-"), _fractional_magnitudes(mlo, high, rule, tag + "n", nonintegral)))
     return alt(*parts)

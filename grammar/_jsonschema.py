@@ -144,6 +144,7 @@ ALL = _Internal("all")  # value: list of Places, a conjunction
 ONLY_KINDS = _Internal("kinds")  # value: set of kinds
 NOT_VALUES = _Internal("not-values")  # value: list of JSON values
 NOT_PATTERN = _Internal("not-pattern")  # value: (pattern, pointer)
+NONINTEGRAL = _Internal("nonintegral")  # value: True; numbers only of a value that is no integer
 # value: (names, patterns): the object has a key that is none of the names and matches none of
 # the patterns (the negation of additionalProperties: false).
 HAS_OTHER_KEY = _Internal("has-other-key")
@@ -257,6 +258,8 @@ class Facets:
     min_props: int = 0
     max_props: int | None = None
     other_keys: list[tuple[frozenset[str], tuple[str, ...]]] = field(default_factory=list)
+    # Numbers only of a value that is no integer (`not: {type: integer}` where 1.0 is one).
+    nonintegral: bool = False
     pointer: str = ""
     # Holds only some of the conjunction's values (a negation that leaves some out, bounds
     # narrowed to what can be enforced): a proof about all of them, such as that two oneOf
@@ -869,8 +872,10 @@ class _Compiler:
             kinds = self.kinds_of(value, place)
             out = set(KINDS) - kinds
             if "int" in kinds and "frac" not in kinds and place.dialect != DRAFT4:
-                out.discard("frac")  # 1.0 is an integer there: keep fractional texts out
+                # 1.0 is an integer there: fractional texts only of values that are not, and
+                # not all of those (exponent forms are left out).
                 self._narrowing.add(place.key)
+                return [{ONLY_KINDS: out, NONINTEGRAL: True}]
             return [{ONLY_KINDS: out}]
         if keyword in ("enum", "const"):
             values = [value] if keyword == "const" else value
@@ -1083,6 +1088,8 @@ class _Compiler:
             out.not_patterns.append(value)
         elif keyword is HAS_OTHER_KEY:
             out.other_keys.append(value)
+        elif keyword is NONINTEGRAL:
+            out.nonintegral = True
 
     def merge_keyword(self, out: Facets, place: Place, keyword: str, value) -> None:
         pointer = place.pointer
@@ -1390,6 +1397,8 @@ class _Compiler:
                     return None
             return True
         if kind in ("int", "frac"):
+            if f.nonintegral and (kind == "int" or value.is_integer()):
+                return False
             if not contains_number(value, f.lo, f.hi):
                 return False
             return all(value % m == 0 for m in f.multiples)
@@ -1505,7 +1514,8 @@ class _Compiler:
         # Excluded values cut the range into pieces with exclusive ends.
         cuts = sorted({Fraction(v) for v in f.not_values if _kind_of(v) in ("int", "frac")})
         # Every integer property with the same bounds has the same texts: built once.
-        key = (repr(f.lo), repr(f.hi), modulus, tuple(cuts), "int" in f.kinds, "frac" in f.kinds and not f.multiples)
+        key = (repr(f.lo), repr(f.hi), modulus, tuple(cuts), "int" in f.kinds and not f.nonintegral,
+               "frac" in f.kinds and not f.multiples, f.nonintegral)
         found = self._numbers.get(key)
         if found is None:
             found = self._numbers[key] = self._number_pieces(f, modulus, cuts)
@@ -1523,8 +1533,9 @@ class _Compiler:
                 number_texts(
                     lo,
                     hi,
-                    integers="int" in f.kinds,
+                    integers="int" in f.kinds and not f.nonintegral,
                     fractions="frac" in f.kinds and not f.multiples,
+                    nonintegral=f.nonintegral,
                     modulus=modulus,
                     rule=self.rule,
                     tag=self.name("num"),
@@ -2041,7 +2052,7 @@ def _accepts_all(f: Facets, kind: str) -> bool:
     if kind == "string":
         return f.min_len == 0 and f.max_len is None and not f.patterns and not f.formats and not f.not_patterns
     if kind == "number":
-        return f.lo is None and f.hi is None and not f.multiples
+        return f.lo is None and f.hi is None and not f.multiples and not f.nonintegral
     if kind == "array":
         return (
             f.min_items == 0 and f.max_items is None and f.unique is None

@@ -374,6 +374,41 @@ def test_one_of_closed_objects_each_with_its_own_key():
     assert_sound_sentences(schema, grammar)
 
 
+def test_numbers_that_are_not_integers():
+    """Where 1.0 is an integer, `not integer` leaves the numbers of other values: fractions
+    with a nonzero digit are written, integral spellings never (oneOf's first example in the
+    official test suite)."""
+    one_of = {"oneOf": [{"type": "integer"}, {"minimum": 2}]}
+    grammar = from_json_schema(one_of)
+    for text in ["1", "-7", "2.5", "1000.25"]:
+        assert grammar.accepts(text), text
+    for text in ["3", "2", "2.0", "1.5", "3.00"]:
+        assert not grammar.accepts(text), text
+    assert_sound_sentences(one_of, grammar)
+    # In draft 4, 2.0 is not an integer, so it stays.
+    draft4 = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "not": {"type": "integer"}}
+    assert from_json_schema(draft4).accepts("2.0")
+
+
+@given(st.fractions(-10, 10, max_denominator=8), st.fractions(-10, 10, max_denominator=8),
+       st.booleans(), st.booleans(), st.decimals(-12, 12, places=3, allow_nan=False))
+@settings(max_examples=150, deadline=None)
+def test_bounded_numbers_that_are_not_integers(lo, hi, lo_exclusive, hi_exclusive, x):
+    """Within bounds, every non-integral decimal the validator accepts is written, and nothing
+    it rejects: each bound as given or exclusive, `x` at three places."""
+    schema = {"type": "number", "not": {"type": "integer"},
+              ("exclusiveMinimum" if lo_exclusive else "minimum"): float(lo),
+              ("exclusiveMaximum" if hi_exclusive else "maximum"): float(hi)}
+    grammar = from_json_schema(schema)
+    text = format(x, "f")
+    if valid(schema, text) and "." in text.strip("0").rstrip("."):
+        assert grammar.accepts(text), text
+    for spelling in (text, text.rstrip("0"), text + "0", str(int(x)), f"{int(x)}.0"):
+        if grammar.accepts(spelling):
+            assert valid(schema, spelling), spelling
+    assert_sound_sentences(schema, grammar, n=10)
+
+
 def test_not_and_if_then_else():
     schema = {"type": "object", "not": {"required": ["x"]}, "if": {"properties": {"k": {"const": 1}}, "required": ["k"]}, "then": {"required": ["v"]}}
     grammar = from_json_schema(schema)
