@@ -97,12 +97,11 @@ def run(model: str, schema_names: list[str], rounds: int, engine_names: list[str
         print(f"    {'engine':14s} {'mask p50 us':>11s} {'mean us':>8s} {'p99 us':>8s} {'step p50 us':>11s}")
         rows: dict[str, dict[str, float]] = {}
         for e in engines:
-            m, s = masks[e.name], steps[e.name]
-            rows[e.name] = {"p50": statistics.median(m), "mean": statistics.fmean(m),
-                            "p99": float(np.percentile(m, 99)), "step_p50": statistics.median(s)}
-            r_ = rows[e.name]
-            print(f"    {e.name:14s} {_fmt(r_['p50']):>11s} {_fmt(r_['mean']):>8s} {_fmt(r_['p99']):>8s} "
-                  f"{_fmt(r_['step_p50']):>11s}")
+            m = masks[e.name]
+            row = rows[e.name] = {"p50": statistics.median(m), "mean": statistics.fmean(m),
+                                  "p99": float(np.percentile(m, 99)), "step_p50": statistics.median(steps[e.name])}
+            print(f"    {e.name:14s} {_fmt(row['p50']):>11s} {_fmt(row['mean']):>8s} {_fmt(row['p99']):>8s} "
+                  f"{_fmt(row['step_p50']):>11s}")
         summary.append((sname, rows))
     for peer in (e.name for e in engines if e.name != "agentkit"):
         print(f"\n## ratios agentkit / {peer} (< 1 is faster)")
