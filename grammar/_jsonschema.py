@@ -1514,8 +1514,8 @@ class _Compiler:
         # Excluded values cut the range into pieces with exclusive ends.
         cuts = sorted({Fraction(v) for v in f.not_values if _kind_of(v) in ("int", "frac")})
         # Every integer property with the same bounds has the same texts: built once.
-        key = (repr(f.lo), repr(f.hi), modulus, tuple(cuts), "int" in f.kinds and not f.nonintegral,
-               "frac" in f.kinds and not f.multiples, f.nonintegral)
+        key = (repr(f.lo), repr(f.hi), modulus, tuple(cuts), "int" in f.kinds, "frac" in f.kinds and not f.multiples,
+               f.nonintegral)
         found = self._numbers.get(key)
         if found is None:
             found = self._numbers[key] = self._number_pieces(f, modulus, cuts)
