@@ -321,24 +321,23 @@ def _fractional_magnitudes(lo: Fraction, hi: Fraction | None, rule, tag: str, no
     if hi is not None and hi < lo:
         return NOTHING
 
-    def digits(f: Node) -> Node:  # fraction digits F
+    def digits(f: Node, part: str) -> Node:  # fraction digits F; `part` names its rules apart
         if not nonintegral:
             return f
-        return lang.to_node(lang.intersect(lang.from_node(f), _NONZERO_DIGITS), rule, tag + "f")
+        return lang.to_node(lang.intersect(lang.from_node(f), _NONZERO_DIGITS), rule, f"{tag}f{part}")
 
-    any_fraction = seq(lit("."), digits(plus(DIGIT)))
     lo_int, lo_frac = _decimal_digits(lo)
+    if hi is not None:
+        hi_int, hi_frac = _decimal_digits(hi)
+        if lo_int == hi_int:
+            return seq(lit(str(lo_int)), lit("."), digits(_fraction_between(lo_frac, hi_frac), "b"))
+    parts = [seq(lit(str(lo_int)), lit("."), digits(_fraction_at_least(lo_frac), "l"))]
     if hi is None:
-        parts = [seq(lit(str(lo_int)), lit("."), digits(_fraction_at_least(lo_frac)))]
-        parts.append(seq(integer_texts(lo_int + 1, None, rule=rule, tag=tag), any_fraction))
+        parts.append(seq(integer_texts(lo_int + 1, None, rule=rule, tag=tag), lit("."), digits(plus(DIGIT), "a")))
         return alt(*parts)
-    hi_int, hi_frac = _decimal_digits(hi)
-    if lo_int == hi_int:
-        return seq(lit(str(lo_int)), lit("."), digits(_fraction_between(lo_frac, hi_frac)))
-    parts = [seq(lit(str(lo_int)), lit("."), digits(_fraction_at_least(lo_frac)))]
     if hi_int - lo_int > 1:
-        parts.append(seq(integer_texts(lo_int + 1, hi_int - 1, rule=rule, tag=tag), any_fraction))
-    parts.append(seq(lit(str(hi_int)), lit("."), digits(_fraction_at_most(hi_frac))))
+        parts.append(seq(integer_texts(lo_int + 1, hi_int - 1, rule=rule, tag=tag), lit("."), digits(plus(DIGIT), "a")))
+    parts.append(seq(lit(str(hi_int)), lit("."), digits(_fraction_at_most(hi_frac), "h")))
     return alt(*parts)
 
 
