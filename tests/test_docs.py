@@ -5,7 +5,8 @@ The convention, for whoever writes those pages:
 - A ```python block runs. A page's python blocks run in order in one fresh namespace (a
   module of its own), so a later block may use what an earlier one defined.
 - A ```bash block runs too, on its own: `bash -euo pipefail` from the repository root, with
-  `python` on PATH being the interpreter that runs these tests.
+  `python` (and `python3`) on PATH being the interpreter that runs these tests, in its
+  environment (a virtual environment's included).
 - An HTML comment on the last non-blank line before a block's opening fence changes that:
 
       <!-- test: skip: REASON -->    never run here (the set-up itself, the test command,
@@ -35,8 +36,10 @@ every relative link between the pages names an existing file and heading.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import types
@@ -189,6 +192,26 @@ def _bash_cases() -> list:
     ]
 
 
+def run_bash(source: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run a bash block from the repository root, `python` being the interpreter of these tests.
+
+    `python` (and `python3`) on PATH is a script that execs `sys.executable` by its own path:
+    a symlink to it would not do, since a virtual environment's interpreter finds its
+    environment from the `pyvenv.cfg` beside the path it was started by, so a link elsewhere
+    would start the base interpreter without the environment's packages.
+    """
+    for name in ("python", "python3"):
+        wrapper = tmp_path / name
+        wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+        wrapper.chmod(0o755)
+    env = dict(os.environ, PATH=f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", source],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=BASH_TIMEOUT_S,
+    )
+
+
 @pytest.mark.parametrize("block", _bash_cases())
 def test_bash_block(block: Block, tmp_path: Path) -> None:
     if block.skip is not None:
@@ -196,18 +219,23 @@ def test_bash_block(block: Block, tmp_path: Path) -> None:
     reason = missing(block.needs)
     if reason:
         pytest.skip(reason)
-    # `python` in a block is the interpreter running these tests, whatever it is called here.
-    (tmp_path / "python").symlink_to(sys.executable)
-    env = dict(os.environ, PATH=f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", block.source],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=BASH_TIMEOUT_S,
-    )
+    done = run_bash(block.source, tmp_path)
     sys.stdout.write(done.stdout)
     assert done.returncode == 0, (
         f"the bash block at {block.label} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     )
+
+
+def test_bash_blocks_run_in_the_suites_environment(tmp_path: Path) -> None:
+    """A block's `python` is this interpreter with its environment: same prefix, same packages."""
+    probe = (
+        "import importlib.util, json, sys; "
+        "print(json.dumps([sys.prefix, sys.executable, importlib.util.find_spec('httpx') is not None]))"
+    )
+    done = run_bash(f"python -c \"{probe}\"\npython3 -c \"{probe}\"\n", tmp_path)
+    assert done.returncode == 0, done.stderr
+    expected = [sys.prefix, sys.executable, importlib.util.find_spec("httpx") is not None]
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [expected, expected]
 
 
 @pytest.mark.parametrize(
