@@ -81,3 +81,10 @@ def vocabulary_from_tokenizer_json(
     for i, text in added.items():
         tokens[i] = text
     return Vocabulary.from_tokens(tokens, eos_ids=eos_ids, special_ids=special, size=size)
+
+
+def special_token_texts(path: str | PathLike[str]) -> dict[int, str]:
+    """The added tokens of a `tokenizer.json` marked special: id -> text."""
+    with open(path, encoding="utf-8") as file:
+        spec = json.load(file)
+    return {int(entry["id"]): entry["content"] for entry in spec.get("added_tokens") or () if entry.get("special")}

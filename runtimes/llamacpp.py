@@ -23,6 +23,7 @@ from grammar import Vocabulary
 from grammar._gguf import read_gguf_metadata
 
 from ._chat import ChatTemplate, tool_call_envelope
+from ._control_text import ControlTexts
 from ._errors import RuntimeFailure, RuntimeUnavailable
 from ._llama_context import LlamaContext
 from ._llamacpp_check import ensure_long_prompts_run
@@ -35,6 +36,7 @@ logger = logging.getLogger("runtimes")
 INSTALL_HINT = "pip install 'agentkit[llama]'  (compiles llama.cpp once, several minutes)"
 
 # llama_token_attr flags (llama.h) of ids that are never text.
+_ATTR_UNKNOWN = 1 << 0
 _ATTR_UNUSED = 1 << 1
 _ATTR_CONTROL = 1 << 3
 
@@ -130,6 +132,7 @@ class LlamaCpp(LocalRuntime):
             else None
         )
         self.tool_call_envelope = tool_call_envelope(template)
+        self._control_texts = self._parsed_only_as_special()
         logger.info(
             "llama.cpp loaded %s in %.2f s: %d-id vocabulary, %d-position context per call, up to %d calls "
             "at once in %d KV cells, %d threads; compiled for %s",
@@ -164,6 +167,18 @@ class LlamaCpp(LocalRuntime):
                 special_ids.append(i)
         return Vocabulary.from_tokens(tokens, eos_ids=eos_ids, special_ids=special_ids, size=self._n_vocab)
 
+    def _parsed_only_as_special(self) -> ControlTexts:
+        """The texts that llama.cpp reads as a token only with `parse_special`: those of
+        control and unknown ids (user-defined ids are read as themselves either way)."""
+        lib = self._lib
+        vocab = self._context.vocab
+        texts = [
+            lib.llama_vocab_get_text(vocab, i).decode("utf-8", errors="replace")
+            for i in range(self._n_vocab)
+            if lib.llama_vocab_get_attr(vocab, i) & (_ATTR_CONTROL | _ATTR_UNKNOWN)
+        ]
+        return ControlTexts(texts)
+
     def _stored_template(self) -> str | None:
         found = read_gguf_metadata(self.model_path, ["tokenizer.chat_template"])
         return found.get("tokenizer.chat_template")
@@ -180,21 +195,28 @@ class LlamaCpp(LocalRuntime):
         """The prompt text: the chat rendered with the model's template, or a string as given."""
         if isinstance(messages, str):
             return messages
+        return self._chat_template().render(messages, tools)
+
+    def _chat_template(self) -> ChatTemplate:
         if self.template is None:
             raise RuntimeFailure(
                 f"LlamaCpp: {self.model_path.name} has no chat template "
                 "(tokenizer.chat_template); pass chat_template=... or a plain string prompt"
             )
-        return self.template.render(messages, tools)
+        return self.template
 
     # --- the model steps (scheduler thread) ---------------------------------------------------
 
     def _prompt_ids(self, messages: Messages, tools: list[dict[str, Any]] | None) -> list[int]:
-        text = self.render(messages, tools).encode("utf-8")
+        """The prompt's ids. Only the template's own markup is read as control tokens: such
+        text inside a message or tool (a tool result that writes `<|im_start|>`) is read as
+        plain text, so no input can open a turn of its own."""
         if isinstance(messages, str):
-            ids = self._context.tokenize(text, add_special=True, parse_special=False)
+            ids = self._context.tokenize(messages.encode("utf-8"), add_special=True, parse_special=False)
         else:  # the template writes the BOS text itself where the model wants one
-            ids = self._context.tokenize(text, add_special=False, parse_special=True)
+            ids = []
+            for piece in self._control_texts.render_pieces(self._chat_template().render, messages, tools):
+                ids += self._context.tokenize(piece.text.encode("utf-8"), add_special=False, parse_special=piece.markup)
         if not ids:
             raise RuntimeFailure("LlamaCpp: the prompt is empty (no tokens to read)")
         return ids

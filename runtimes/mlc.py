@@ -27,8 +27,9 @@ import numpy as np
 from grammar import Matcher, TokenMask, Vocabulary, allocate_token_bitmask
 
 from ._chat import ChatTemplate, tool_call_envelope
+from ._control_text import ControlTexts
 from ._errors import RuntimeFailure, RuntimeUnavailable
-from ._hf_vocab import vocabulary_from_tokenizer_json
+from ._hf_vocab import special_token_texts, vocabulary_from_tokenizer_json
 from ._local import LocalRuntime
 from ._protocol import Messages
 
@@ -155,6 +156,10 @@ class MLC(LocalRuntime):
             self._seq_ids = lib.tensor(np.zeros(1, dtype=np.int32), self._device)
 
         self._tokenizer = lib.tokenizer(str(self.model_path))
+        tokenizer_json = self.model_path / "tokenizer.json"
+        specials = special_token_texts(tokenizer_json) if tokenizer_json.is_file() else {}
+        self._control_ids = frozenset(specials)
+        self._control_texts = ControlTexts(specials.values())
         template_text, bos, eos = chat_template, "", ""
         tokenizer_config = self.model_path / "tokenizer_config.json"
         if tokenizer_config.is_file():
@@ -198,17 +203,41 @@ class MLC(LocalRuntime):
     def render(self, messages: Messages, tools: list[dict[str, Any]] | None = None) -> str:
         if isinstance(messages, str):
             return messages
+        return self._chat_template().render(messages, tools)
+
+    def _chat_template(self) -> ChatTemplate:
         if self.template is None:
             raise RuntimeFailure(
                 f"{self.name}: no chat template (tokenizer_config.json has none); pass chat_template=..."
             )
-        return self.template.render(messages, tools)
+        return self.template
 
     def _prompt_ids(self, messages: Messages, tools: list[dict[str, Any]] | None) -> list[int]:
-        ids = [int(i) for i in self._tokenizer.encode(self.render(messages, tools))]
+        """The prompt's ids. Only the template's own markup is read as special tokens: such
+        text inside a message or tool is read as plain text, so no input can open a turn."""
+        if isinstance(messages, str):
+            ids = [i for part in self._control_texts.split(messages) for i in self._plain_ids(part)]
+        else:
+            ids = []
+            for piece in self._control_texts.render_pieces(self._chat_template().render, messages, tools):
+                ids += self._encode(piece.text) if piece.markup else self._plain_ids(piece.text)
         if not ids:
             raise RuntimeFailure(f"{self.name}: the prompt is empty (no tokens to read)")
         return ids
+
+    def _encode(self, text: str) -> list[int]:
+        return [int(i) for i in self._tokenizer.encode(text)]
+
+    def _plain_ids(self, text: str) -> list[int]:
+        """`text`'s ids, none of them special. The tokenizer reads a special token's text
+        wherever it stands, so text that spells one is cut in halves until no part does."""
+        ids = self._encode(text)
+        if self._control_ids.isdisjoint(ids):
+            return ids
+        if len(text) == 1:
+            raise RuntimeFailure(f"{self.name}: the character {text!r} is itself a special token's text")
+        half = len(text) // 2
+        return self._plain_ids(text[:half]) + self._plain_ids(text[half:])
 
     # --- model steps (worker thread) ----------------------------------------------------------
 

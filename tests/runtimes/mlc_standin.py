@@ -62,9 +62,10 @@ class Module:
         return self.get_function(name)
 
 
-def library(model_dir: Path, *, bitmask_kernel: bool = True, flashinfer: bool = False) -> tuple[MLCLibrary, list[str]]:
+def library(model_dir: Path, *, bitmask_kernel: bool = True, flashinfer: bool = False,
+            tokenizer: Any = lambda path: None) -> tuple[MLCLibrary, list[str]]:
     """The stand-in library for the model folder `model_dir`, and the names of the KV-cache
-    creators called."""
+    creators called; `tokenizer` stands in for `mlc_llm.tokenizers.Tokenizer`."""
     created: list[str] = []
     creators = ["create_tir_paged_kv_cache"] + (["create_flashinfer_paged_kv_cache"] if flashinfer else [])
 
@@ -101,20 +102,24 @@ def library(model_dir: Path, *, bitmask_kernel: bool = True, flashinfer: bool = 
         contrib=SimpleNamespace(tvmjs=SimpleNamespace(
             load_tensor_cache=lambda path, device: ({"w0": np.ones(2)}, {"ParamSize": 1}))),
     )
-    return MLCLibrary(tvm=tvm, shape=Shape, tensor=tensor, tokenizer=lambda path: None), created
+    return MLCLibrary(tvm=tvm, shape=Shape, tensor=tensor, tokenizer=tokenizer), created
 
 
-EOS = 260
+EOS = 256  # the next id after the 256 byte pieces, as Hugging Face tokenizers number an added token
 VOCAB_SIZE = 320  # logits wider than the tokenizer: padding ids
+
+
+BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
 
 
 def write_model_folder(path: Path) -> Path:
     """An MLC model folder: chat config and a byte-level tokenizer.json."""
     from runtimes._hf_vocab import _BYTE_LEVEL
 
-    spec = {"model": {"type": "BPE", "vocab": dict(_BYTE_LEVEL)},
-            "added_tokens": [{"id": EOS, "content": "<|end|>", "special": True}],
-            "pre_tokenizer": {"type": "ByteLevel"}, "decoder": {"type": "ByteLevel"}}
+    spec = {"model": {"type": "BPE", "vocab": dict(_BYTE_LEVEL), "merges": []},
+            "added_tokens": [{"id": EOS, "content": "<|end|>", "special": True, "single_word": False,
+                              "lstrip": False, "rstrip": False, "normalized": False}],
+            "pre_tokenizer": BYTE_LEVEL, "decoder": BYTE_LEVEL}
     (path / "tokenizer.json").write_text(json.dumps(spec))
     (path / "mlc-chat-config.json").write_text(json.dumps({
         "vocab_size": VOCAB_SIZE, "context_window_size": 1024, "sliding_window_size": -1,
