@@ -35,6 +35,25 @@ class ServerError(RuntimeFailure):
         self.body = body
 
 
+class MalformedAnswer(ServerError):
+    """An answer of the wrong shape: `path` names the JSON field that was wrong
+    (``choices[0].message.content``), and the message says what was expected there."""
+
+    def __init__(self, path: str, problem: str, *, source: str = "", body: str = ""):
+        super().__init__(f"{source}: {path}: {problem}" if source else f"{path}: {problem}", body=body)
+        self.path = path
+        self.problem = problem
+
+
+class ResponseTooLarge(ServerError):
+    """An answer longer than the runtime's bound on what it reads (`max_bytes`); reading
+    stopped there, so a runaway server cannot fill the client's memory."""
+
+    def __init__(self, message: str, *, max_bytes: int):
+        super().__init__(message)
+        self.max_bytes = max_bytes
+
+
 class GenerationTimeout(RuntimeFailure, TimeoutError):
     """A generation took longer than the runtime's timeout."""
 

@@ -13,27 +13,32 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 import httpx
 
-from grammar import Grammar
+from grammar import Grammar, LimitError
 
 from ._chat import with_tool_instructions
 from ._errors import (
     ConnectionFailure,
     GenerationTimeout,
     GrammarIgnored,
+    ResponseTooLarge,
     RuntimeFailure,
     ServerError,
     StreamInterrupted,
 )
 from ._protocol import FinishReason, Generation, Request, Runtime, TextStream, ToolCallEnvelope, Usage
+from ._answer import read_chunk, read_completion
 from ._retry import with_retries
 from ._sse import sse_data
 
 Dialect = Literal["gbnf", "json_schema"]
+
+MAX_RESPONSE_BYTES = 16 * 2**20
+ERROR_BODY_SHOWN = 64 * 2**10  # of an error status's body, what is read and kept
 
 
 def source_schema(g: Grammar) -> dict[str, Any] | bool:
@@ -51,8 +56,10 @@ class OpenAICompatible(Runtime):
     """A model behind an OpenAI-compatible HTTP API.
 
     `base_url` is the server root or its `/v1` root. `timeout` bounds each attempt as a whole
-    (seconds); `max_retries` more attempts follow a retryable failure, `backoff`, 2·`backoff`,
-    ... seconds apart.
+    (seconds: sending, reading the answer, parsing it and checking it against the grammar);
+    `max_retries` more attempts follow a retryable failure, `backoff`, 2·`backoff`, ... seconds
+    apart. `max_response_bytes` bounds what one answer (or one whole stream) may send; past it
+    reading stops with `ResponseTooLarge`.
     """
 
     def __init__(
@@ -67,6 +74,7 @@ class OpenAICompatible(Runtime):
         backoff: float = 0.5,
         max_connections: int = 64,
         tool_call_envelope: ToolCallEnvelope = "json",
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ):
         if dialect not in ("gbnf", "json_schema"):
             raise ValueError(f"dialect must be 'gbnf' or 'json_schema', not {dialect!r}")
@@ -78,6 +86,9 @@ class OpenAICompatible(Runtime):
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_connections = max_connections
+        if isinstance(max_response_bytes, bool) or not isinstance(max_response_bytes, int) or max_response_bytes < 1:
+            raise ValueError(f"max_response_bytes must be a positive integer, not {max_response_bytes!r}")
+        self.max_response_bytes = max_response_bytes
         self.tool_call_envelope = tool_call_envelope
         self.name = f"openai:{model}@{self.base_url}"
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -90,15 +101,10 @@ class OpenAICompatible(Runtime):
 
     async def _generate(self, request: Request) -> Generation:
         path, body = self._body(request, stream=False)
-        answer = await with_retries(
-            lambda: self._post(path, body), retries=self.max_retries, backoff=self.backoff,
+        return await with_retries(
+            lambda: self._generate_once(request, path, body), retries=self.max_retries, backoff=self.backoff,
             retryable=_retryable, what=f"{self.name} request",
         )
-        choice = _first_choice(answer)
-        text = (choice.get("message") or {}).get("content") or choice.get("text") or ""
-        usage = answer.get("usage") or {}
-        return _checked(request, text, choice.get("finish_reason"),
-                        Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)))
 
     def _stream(self, request: Request) -> TextStream:
         path, body = self._body(request, stream=True)
@@ -177,18 +183,24 @@ class OpenAICompatible(Runtime):
         body["messages"] = messages
         return "/chat/completions", body
 
-    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _generate_once(self, request: Request, path: str, body: dict[str, Any]) -> Generation:
+        """One attempt, bounded as a whole by `timeout`: sending, reading, parsing and checking."""
         try:
             async with asyncio.timeout(self.timeout):
-                response = await self._client().post(path, json=body)
-                _raise_for_status(response, response.text)
-                return response.json()
+                async with self._client().stream("POST", path, json=body) as response:
+                    await self._refuse_error_status(response)
+                    data = await self._read_body(response)
+                # Parsing and the grammar check are CPU work on up to max_response_bytes: done
+                # beside the event loop, so the timeout still fires on time.
+                return await asyncio.to_thread(self._finish_completion, request, data)
         except (TimeoutError, httpx.TimeoutException) as exc:
             raise GenerationTimeout(f"{self.name}: no answer within {self.timeout} s") from exc
         except httpx.TransportError as exc:
             raise ConnectionFailure(f"{self.name}: {type(exc).__name__}: {exc}") from exc
-        except json.JSONDecodeError as exc:
-            raise ServerError(f"{self.name}: the answer is not JSON: {exc}") from exc
+
+    def _finish_completion(self, request: Request, data: bytes) -> Generation:
+        answer = read_completion(self._json(data, "the answer"), source=self.name)
+        return _checked(request, answer.text, answer.finish_reason, answer.usage or Usage(0, 0))
 
     async def _stream_once(self, request: Request, path: str, body: dict[str, Any],
                            emit: Callable[[str], None]) -> Generation:
@@ -198,56 +210,97 @@ class OpenAICompatible(Runtime):
         try:
             async with asyncio.timeout(self.timeout):
                 async with self._client().stream("POST", path, json=body) as response:
-                    if response.status_code >= 400:
-                        _raise_for_status(response, (await response.aread()).decode("utf-8", "replace"))
-                    async for data in sse_data(response.aiter_lines()):
+                    await self._refuse_error_status(response)
+                    async for data in sse_data(self._read_lines(response)):
                         if data.strip() == "[DONE]":
                             break
-                        chunk = json.loads(data)
-                        if "error" in chunk:
-                            raise ServerError(f"{self.name}: error in stream: {chunk['error']}", body=data)
-                        if chunk.get("usage"):
-                            usage = Usage(chunk["usage"].get("prompt_tokens", 0),
-                                          chunk["usage"].get("completion_tokens", 0))
-                        for choice in chunk.get("choices") or ():
-                            piece = (choice.get("delta") or {}).get("content") or choice.get("text") or ""
-                            if piece:
-                                pieces.append(piece)
-                                emit(piece)
-                            finish = choice.get("finish_reason") or finish
+                        chunk = read_chunk(self._json(data, "a stream event"), source=self.name)
+                        usage = chunk.usage or usage
+                        if chunk.text:
+                            pieces.append(chunk.text)
+                            emit(chunk.text)
+                        finish = chunk.finish_reason or finish
+                text = "".join(pieces)
+                if finish is None:
+                    raise StreamInterrupted(
+                        f"{self.name}: the stream ended without a finish reason after {len(text)} characters",
+                        text=text,
+                    )
+                if usage is None:  # the server did not report usage: one streamed piece is one token
+                    usage = Usage(0, len(pieces))
+                return await asyncio.to_thread(_checked, request, text, finish, usage)
         except (TimeoutError, httpx.TimeoutException) as exc:
             raise GenerationTimeout(f"{self.name}: the stream did not finish within {self.timeout} s") from exc
         except httpx.TransportError as exc:
             raise StreamInterrupted(f"{self.name}: the stream broke: {type(exc).__name__}: {exc}",
                                     text="".join(pieces)) from exc
-        except json.JSONDecodeError as exc:
-            raise ServerError(f"{self.name}: a stream event is not JSON: {exc}") from exc
-        text = "".join(pieces)
-        if usage is None:  # the server did not report usage: one streamed piece is one token
-            usage = Usage(0, len(pieces))
-        if finish is None:
-            raise StreamInterrupted(
-                f"{self.name}: the stream ended without a finish reason after {len(text)} characters",
-                text=text,
-            )
-        return _checked(request, text, finish, usage)
 
+    # --- reading answers, bounded -----------------------------------------------------------------
 
-def _first_choice(answer: dict[str, Any]) -> dict[str, Any]:
-    choices = answer.get("choices") if isinstance(answer, dict) else None
-    if not choices:
-        raise ServerError(f"the answer has no choices: {json.dumps(answer)[:300]}")
-    return choices[0]
+    async def _refuse_error_status(self, response: httpx.Response) -> None:
+        if response.status_code < 400:
+            return
+        head = bytearray()
+        async for piece in response.aiter_bytes():  # enough of an error body to show, no more
+            head += piece
+            if len(head) >= ERROR_BODY_SHOWN:
+                break
+        body = head[:ERROR_BODY_SHOWN].decode("utf-8", "replace")
+        raise ServerError(
+            f"{response.request.method} {response.request.url} answered {response.status_code}: {body[:500]}",
+            status=response.status_code,
+            body=body,
+        )
 
+    def _too_large(self, what: str) -> ResponseTooLarge:
+        return ResponseTooLarge(
+            f"{self.name}: {what} is longer than max_response_bytes={self.max_response_bytes}; reading stopped there",
+            max_bytes=self.max_response_bytes,
+        )
 
-def _raise_for_status(response: httpx.Response, body: str) -> None:
-    if response.status_code < 400:
-        return
-    raise ServerError(
-        f"{response.request.method} {response.request.url} answered {response.status_code}: {body[:500]}",
-        status=response.status_code,
-        body=body,
-    )
+    async def _read_body(self, response: httpx.Response) -> bytes:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_response_bytes:
+            raise self._too_large(f"the answer ({declared} bytes declared)")
+        data = bytearray()
+        async for piece in response.aiter_bytes():
+            data += piece
+            if len(data) > self.max_response_bytes:
+                raise self._too_large("the answer")
+        return bytes(data)
+
+    async def _read_lines(self, response: httpx.Response) -> AsyncIterator[str]:
+        """The stream's lines, its bytes counted against `max_response_bytes` as they come."""
+        buffer = bytearray()
+        read = 0
+        async for piece in response.aiter_bytes():
+            read += len(piece)
+            if read > self.max_response_bytes:
+                raise self._too_large("the stream")
+            scan = len(buffer)
+            buffer += piece
+            while (end := buffer.find(b"\n", scan)) >= 0:
+                line = bytes(buffer[:end])
+                del buffer[: end + 1]
+                scan = 0
+                yield self._text(line, "a stream line")
+        if buffer:
+            yield self._text(bytes(buffer), "a stream line")
+
+    def _text(self, data: bytes, what: str) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ServerError(f"{self.name}: {what} is not UTF-8: {exc}") from exc
+
+    def _json(self, data: bytes | str, what: str) -> Any:
+        try:
+            return json.loads(data)
+        except RecursionError as exc:
+            raise ServerError(f"{self.name}: {what} nests too deep to parse") from exc
+        except ValueError as exc:  # not JSON, not UTF-8, or an integer past Python's digit limit
+            shown = data[:200] if isinstance(data, str) else data[:200].decode("utf-8", "replace")
+            raise ServerError(f"{self.name}: {what} is not JSON ({exc}): {shown!r}") from exc
 
 
 def _retryable(exc: Exception) -> bool:
@@ -261,7 +314,11 @@ def _checked(request: Request, text: str, server_finish: str | None, usage: Usag
     finish: FinishReason = "length" if server_finish == "length" else "stop"
     if request.grammar is None:
         return Generation(text, finish, usage)
-    if request.grammar.accepts(text):
+    try:
+        accepted = request.grammar.accepts(text)
+    except LimitError as exc:
+        raise RuntimeFailure(f"the answer could not be checked against {request.grammar!r}: {exc}") from exc
+    if accepted:
         return Generation(text, "grammar_complete", usage)
     if finish == "length":
         return Generation(text, "length", usage)  # cut by the budget: the caller decides
