@@ -4,22 +4,56 @@ can run)."""
 
 from __future__ import annotations
 
-from ._ir import NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, repeat, seq, walk
+from typing import Iterator
 
+from ._ir import NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, children_first, repeat, seq, walk
+
+
+def _derives(node: Node, known: set[str], lit_ok: bool, chars_ok: bool) -> bool:
+    """Whether `node` derives a string of the kind asked: a sequence needs all its items, an
+    alternation one, a repeat its item unless it may be skipped, a reference a rule in `known`.
+
+    A loop over an explicit stack (with the short cuts `all` and `any` take), not a recursion:
+    front ends may build nodes nested deeper than Python's stack goes. `lit_ok`: whether a
+    non-empty literal counts; `chars_ok`: whether a non-empty class does.
+    """
+    frames: list[tuple[bool, Iterator[Node]]] = []  # (needs all items, items not looked at)
+    while True:
+        kind = type(node)
+        result: bool | None = None  # None: a frame was opened, its first item is next
+        if kind is Seq or kind is Alt:
+            frames.append((kind is Seq, iter(node.items)))
+        elif kind is Repeat and node.min > 0:
+            node = node.item
+            continue
+        elif kind is Repeat:
+            result = True
+        elif kind is Lit:
+            result = lit_ok or not node.text
+        elif kind is Chars:
+            result = chars_ok and bool(node.ranges)
+        else:
+            result = node.name in known
+        # Hand the result up until a frame has another item to look at.
+        while frames:
+            needs_all, items = frames[-1]
+            if result is not None and result != needs_all:
+                frames.pop()  # decided: `all` met a False, or `any` a True
+                continue
+            nxt = next(items, None)
+            if nxt is None:
+                frames.pop()
+                result = needs_all
+                continue
+            node = nxt
+            break
+        else:
+            return bool(result)
 
 
 def nullable(node: Node, known: set[str]) -> bool:
-    if isinstance(node, Lit):
-        return not node.text
-    if isinstance(node, Chars):
-        return False
-    if isinstance(node, Seq):
-        return all(nullable(item, known) for item in node.items)
-    if isinstance(node, Alt):
-        return any(nullable(item, known) for item in node.items)
-    if isinstance(node, Repeat):
-        return node.min == 0 or nullable(node.item, known)
-    return node.name in known
+    """Whether `node` derives the empty string (rules in `known` do)."""
+    return _derives(node, known, lit_ok=False, chars_ok=False)
 
 
 def nullable_rules(rules: dict[str, Node]) -> set[str]:
@@ -35,45 +69,40 @@ def nullable_rules(rules: dict[str, Node]) -> set[str]:
 
 
 def productive(node: Node, known: set[str]) -> bool:
-    """Whether `node` derives at least one finite string."""
-    if isinstance(node, Lit):
-        return True
-    if isinstance(node, Chars):
-        return bool(node.ranges)
-    if isinstance(node, Seq):
-        return all(productive(item, known) for item in node.items)
-    if isinstance(node, Alt):
-        return any(productive(item, known) for item in node.items)
-    if isinstance(node, Repeat):
-        return node.min == 0 or productive(node.item, known)
-    return node.name in known
+    """Whether `node` derives at least one finite string (rules in `known` do)."""
+    return _derives(node, known, lit_ok=True, chars_ok=True)
 
 
 def pruned(rules: dict[str, Node], productive: set[str]) -> dict[str, Node]:
     """The productive rules, each reference to an unproductive rule replaced by nothing (the IR
     constructors then drop what needed it), so that every prefix the rules match can still be
     completed. Nodes that refer to no unproductive rule are kept as they are."""
-    memo: dict[int, Node] = {}
+    memo: dict[int, Node] = {}  # by identity, for the composite nodes
 
-    def prune(node: Node) -> Node:
+    def pruned_node(node: Node) -> Node:
         kind = type(node)
         if kind is Ref:
             return node if node.name in productive else NOTHING
-        if kind is not Seq and kind is not Alt and kind is not Repeat:
-            return node
-        found = memo.get(id(node))
-        if found is None:
-            if kind is Repeat:
-                item = prune(node.item)
+        if kind is Seq or kind is Alt or kind is Repeat:
+            return memo[id(node)]
+        return node
+
+    for name, root in rules.items():
+        if name not in productive:
+            continue
+        for node in children_first(root):
+            if id(node) in memo:
+                continue
+            if type(node) is Repeat:
+                item = pruned_node(node.item)
                 found = node if item is node.item else repeat(item, node.min, node.max)
             else:
-                items = [prune(i) for i in node.items]
+                items = [pruned_node(i) for i in node.items]
                 same = all(a is b for a, b in zip(items, node.items))
-                found = node if same else (seq if kind is Seq else alt)(*items)
+                found = node if same else (seq if type(node) is Seq else alt)(*items)
             memo[id(node)] = found
-        return found
 
-    return {name: prune(node) for name, node in rules.items() if name in productive}
+    return {name: pruned_node(node) for name, node in rules.items() if name in productive}
 
 
 def productive_rules(rules: dict[str, Node]) -> set[str]:
@@ -96,20 +125,23 @@ def productive_rules(rules: dict[str, Node]) -> set[str]:
 
 def left_refs(node: Node, empty: set[str]) -> set[str]:
     """Rules that can be entered before any character of `node` is read."""
-    if isinstance(node, Ref):
-        return {node.name}
-    if isinstance(node, Seq):
-        out: set[str] = set()
-        for item in node.items:
-            out |= left_refs(item, empty)
-            if not nullable(item, empty):
-                break
-        return out
-    if isinstance(node, Alt):
-        return set().union(*(left_refs(item, empty) for item in node.items))
-    if isinstance(node, Repeat) and node.max != 0:
-        return left_refs(node.item, empty)
-    return set()
+    out: set[str] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        kind = type(n)
+        if kind is Ref:
+            out.add(n.name)
+        elif kind is Seq:
+            for item in n.items:
+                todo.append(item)
+                if not nullable(item, empty):
+                    break
+        elif kind is Alt:
+            todo.extend(n.items)
+        elif kind is Repeat and n.max != 0:
+            todo.append(n.item)
+    return out
 
 
 def left_recursion(rules: dict[str, Node], empty: set[str]) -> list[str] | None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._errors import CompileError
-from ._ir import Node, Ref, Rules, alt
+from ._ir import Node, Ref, Rules, alt, rebuilt, shallow
 
 if TYPE_CHECKING:
     from ._reasoning import ReasoningSpan
@@ -51,7 +51,7 @@ class Grammar:
     ):
         if root not in rules:
             raise CompileError(f"start rule {root!r} is not defined", keyword="root")
-        self._rules = Rules(dict(rules), root)
+        self._rules = Rules(shallow(dict(rules)), root)
         for name in self._rules.reachable():
             if name not in self._rules.rules:
                 raise CompileError(f"rule {name!r} is referenced but not defined", keyword="ref")
@@ -132,14 +132,4 @@ def merge_rules(*groups: tuple[str, dict[str, Node]]) -> dict[str, Node]:
 
 
 def _rename(node: Node, names: dict[str, str]) -> Node:
-    from ._ir import Alt, Repeat, Seq
-
-    if isinstance(node, Ref):
-        return Ref(names.get(node.name, node.name))
-    if isinstance(node, Seq):
-        return Seq(tuple(_rename(n, names) for n in node.items))
-    if isinstance(node, Alt):
-        return Alt(tuple(_rename(n, names) for n in node.items))
-    if isinstance(node, Repeat):
-        return Repeat(_rename(node.item, names), node.min, node.max)
-    return node
+    return rebuilt(node, lambda leaf: Ref(names.get(leaf.name, leaf.name)) if isinstance(leaf, Ref) else leaf)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from os.path import commonprefix
-from typing import Iterable, Sequence, Union
+from typing import Callable, Iterable, Sequence, Union
 
 MAX_CODE_POINT = 0x10FFFF
 
@@ -376,3 +376,85 @@ def walk(node: Node) -> Iterable[Node]:
             stack.extend(n.items)
         elif isinstance(n, Repeat):
             stack.append(n.item)
+
+
+def children_first(node: Node) -> Iterable[Seq | Alt | Repeat]:
+    """Each composite node below `node` (itself included) once, after every composite node it
+    holds: for rebuilding a tree bottom up in a loop, as nodes may nest deeper than Python's
+    stack goes. Shared subtrees come once, by identity."""
+    done: set[int] = set()
+    todo: list[tuple[Node, bool]] = [(node, False)]
+    while todo:
+        n, children_done = todo.pop()
+        kind = type(n)
+        if (kind is not Seq and kind is not Alt and kind is not Repeat) or id(n) in done:
+            continue
+        if not children_done:
+            todo.append((n, True))
+            todo.extend((c, False) for c in (n.items if kind is not Repeat else (n.item,)))
+            continue
+        done.add(id(n))
+        yield n
+
+
+def rebuilt(node: Node, leaf: Callable[[Node], Node]) -> Node:
+    """`node` with each leaf (literal, class, reference) replaced by `leaf(it)`, the shapes
+    kept as they are (no constructor normalises them); in a loop, not a recursion."""
+    made: dict[int, Node] = {}
+
+    def new(n: Node) -> Node:
+        return made[id(n)] if id(n) in made else leaf(n)
+
+    for n in children_first(node):
+        if type(n) is Repeat:
+            made[id(n)] = Repeat(new(n.item), n.min, n.max)
+        else:
+            made[id(n)] = type(n)(tuple(new(c) for c in n.items))
+    return new(node)
+
+
+RULE_HEIGHT = 32
+"""Node levels a rule body nests to at most (see `shallow`)."""
+
+
+def height(node: Node) -> int:
+    """Levels of nesting in `node` (references not followed; a leaf is 1); in a loop."""
+    heights: dict[int, int] = {}
+    for n in children_first(node):
+        kids = n.items if type(n) is not Repeat else (n.item,)
+        heights[id(n)] = 1 + max((heights.get(id(c), 1) for c in kids), default=0)
+    return heights.get(id(node), 1)
+
+
+def shallow(rules: dict[str, Node]) -> dict[str, Node]:
+    """The same rules with no body nesting past `RULE_HEIGHT` levels: each node that would is
+    moved into a rule of its own (one that does not recurse, so the language is the same).
+
+    Every walk over a rule body (analyses, recognizer, automaton, GBNF text, llama.cpp's parser
+    of that text) then recurses a bounded depth, however deep a front end or a caller nested
+    the nodes."""
+    if all(height(node) <= RULE_HEIGHT for node in rules.values()):
+        return rules
+    out = dict(rules)
+    for name, root in rules.items():
+        made: dict[int, tuple[Node, int]] = {}  # by identity: the node rebuilt, its height
+
+        def new(n: Node) -> tuple[Node, int]:
+            return made.get(id(n), (n, 1))
+
+        for n in children_first(root):
+            kids = [new(c) for c in (n.items if type(n) is not Repeat else (n.item,))]
+            level = 1 + max((h for _, h in kids), default=0)
+            if type(n) is Repeat:
+                node: Node = Repeat(kids[0][0], n.min, n.max)
+            else:
+                node = type(n)(tuple(k for k, _ in kids))
+            if level >= RULE_HEIGHT:
+                part = f"{name}-part-{len(made)}"
+                while part in out:
+                    part += "-"
+                out[part] = node
+                node, level = Ref(part), 1
+            made[id(n)] = (node, level)
+        out[name] = new(root)[0]
+    return out

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
+from os.path import commonprefix
 from typing import Callable
 
 from . import _json_lang as lang
@@ -116,48 +117,88 @@ class _Digits:
             return repeat(DIGIT, n, n)
         if n == 0:
             return EMPTY if need == 0 else NOTHING
-        key = (n, need)
-        if key not in self.free:
-            self.free[key] = NOTHING  # placeholder: the recursion never returns to (n, need)
-            p = pow(10, n - 1, self.k)
-            groups: dict[int, list[int]] = {}
-            for d in range(10):
-                groups.setdefault((need - d * p) % self.k, []).append(d)
-            body = alt(
-                *(
-                    seq(_digit_class(ds), self.free_suffix(n - 1, rest))
-                    for rest, ds in sorted(groups.items())
-                )
-            )
-            self.free[key] = self.rule(f"{self.tag}-{n}-{need}", body)
-        return self.free[key]
+        if (n, need) in self.free:
+            return self.free[(n, need)]
+        # The (digits, remainder) pairs below it, found top down; then each rule built after the
+        # ones it refers to, in a loop (a bound may have hundreds of digits).
+        wanted = [(n, need)]
+        seen = {(n, need)}
+        for m, r in wanted:
+            if m > 1:
+                for rest in self._rests(m, r):
+                    if (m - 1, rest) not in seen and (m - 1, rest) not in self.free:
+                        seen.add((m - 1, rest))
+                        wanted.append((m - 1, rest))
+        for m, r in reversed(wanted):
+            parts = []
+            for rest, ds in sorted(self._rests(m, r).items()):
+                tail = self.free[(m - 1, rest)] if m > 1 else EMPTY if rest == 0 else NOTHING
+                parts.append(seq(_digit_class(ds), tail))
+            body = alt(*parts)
+            self.free[(m, r)] = self.rule(f"{self.tag}-{m}-{r}", body)
+        return self.free[(n, need)]
+
+    def _rests(self, n: int, need: int) -> dict[int, list[int]]:
+        """The digits an n-digit string with remainder `need` may begin with, by the remainder
+        its other n - 1 digits must have."""
+        p = pow(10, n - 1, self.k)
+        groups: dict[int, list[int]] = {}
+        for d in range(10):
+            groups.setdefault((need - d * p) % self.k, []).append(d)
+        return groups
 
     def between(self, lo: str, hi: str, need: int) -> Node:
-        """Strings s of len(lo) == len(hi) digits with lo <= s <= hi and int(s) % k == need."""
+        """Strings s of len(lo) == len(hi) digits with lo <= s <= hi and int(s) % k == need.
+
+        A flat alternation of parts (a fixed prefix, one digit from a class, free digits), not
+        one nested level per digit: a bound of hundreds of digits (1e308) must not build a node
+        hundreds of levels deep, which every walk over the grammar would then have to descend.
+        """
         n = len(lo)
-        if n == 0:
-            return EMPTY if need == 0 else NOTHING
-        if lo == "0" * n and hi == "9" * n:
-            return self.free_suffix(n, need)
-        p = pow(10, n - 1, self.k)
-        a, b = int(lo[0]), int(hi[0])
-        parts = []
-        for d in range(a, b + 1):
-            rest_need = (need - d * p) % self.k
-            sub_lo = lo[1:] if d == a else "0" * (n - 1)
-            sub_hi = hi[1:] if d == b else "9" * (n - 1)
-            parts.append((d, sub_lo, sub_hi, rest_need))
-        # Digits strictly inside (a, b) lead to free suffixes: group them by remainder.
-        out: list[Node] = []
-        inner: dict[int, list[int]] = {}
-        for d, sub_lo, sub_hi, rest_need in parts:
-            if a < d < b:
-                inner.setdefault(rest_need, []).append(d)
-            else:
-                out.append(seq(lit(str(d)), self.between(sub_lo, sub_hi, rest_need)))
-        for rest_need, ds in sorted(inner.items()):
-            out.append(seq(_digit_class(ds), self.free_suffix(n - 1, rest_need)))
-        return alt(*out)
+        if lo > hi:
+            return NOTHING
+        c = len(commonprefix([lo, hi]))
+        if c == n:
+            return lit(lo) if int(lo) % self.k == need else NOTHING
+        a, b = int(lo[c]), int(hi[c])
+        return alt(
+            *self._at_least(lo[: c + 1], lo[c + 1 :], need),
+            *self._free_after(lo[:c], range(a + 1, b), need, n - c - 1),
+            *self._at_most(hi[: c + 1], hi[c + 1 :], need),
+        )
+
+    def _at_least(self, prefix: str, low: str, need: int) -> list[Node]:
+        """Parts of the texts `prefix` + S, len(S) == len(low), S >= low, whole % k == need."""
+        kept = low.rstrip("0")  # S >= kept + "00..." is kept, then any digits
+        parts = [seq(lit(prefix + kept), self._free(prefix + kept, len(low) - len(kept), need))]
+        for j, d in enumerate(kept):
+            parts.extend(self._free_after(prefix + kept[:j], range(int(d) + 1, 10), need, len(low) - j - 1))
+        return parts
+
+    def _at_most(self, prefix: str, high: str, need: int) -> list[Node]:
+        """Parts of the texts `prefix` + S, len(S) == len(high), S <= high, whole % k == need."""
+        kept = high.rstrip("9")  # S <= kept + "99..." is kept, then any digits
+        parts = [seq(lit(prefix + kept), self._free(prefix + kept, len(high) - len(kept), need))]
+        for j, d in enumerate(kept):
+            parts.extend(self._free_after(prefix + kept[:j], range(0, int(d)), need, len(high) - j - 1))
+        return parts
+
+    def _free(self, prefix: str, rest: int, need: int) -> Node:
+        """`rest` free digits after `prefix`, the whole having remainder `need`."""
+        done = int(prefix or "0") * pow(10, rest, self.k) % self.k
+        return self.free_suffix(rest, (need - done) % self.k)
+
+    def _free_after(self, prefix: str, ds: range, need: int, rest: int) -> list[Node]:
+        """Parts of the texts `prefix`, a digit from `ds`, `rest` free digits, whole % k == need."""
+        groups: dict[int, list[int]] = {}
+        base = int(prefix or "0") * pow(10, rest + 1, self.k)
+        p = pow(10, rest, self.k)
+        for d in ds:
+            groups.setdefault((need - base - d * p) % self.k, []).append(d)
+        return [
+            seq(lit(prefix), _digit_class(group), self.free_suffix(rest, remainder))
+            for remainder, group in sorted(groups.items())
+        ]
 
     def naturals(self, lo: int, hi: int | None) -> Node:
         """Canonical texts of naturals lo <= n <= hi (hi None: unbounded) with n % k == 0."""
@@ -177,7 +218,13 @@ class _Digits:
             # Every natural of `la` digits or more (minimum 1, say): one shape, not the ones of
             # `la` digits and the longer ones apart, which would begin alike.
             return alt(*parts, seq(NONZERO, repeat(DIGIT, la - 1, None)))
-        for length in range(la, lb + 1):
+        lengths = range(la, lb + 1)
+        if self.k == 1 and lb - la > 2:
+            # The lengths strictly between are free: one shape, not one per length (a bound of
+            # 309 digits would spell 309 of them out, ~48,000 automaton states).
+            parts.append(seq(NONZERO, repeat(DIGIT, la, lb - 2)))
+            lengths = (la, lb)
+        for length in lengths:
             a = max(lo, 10 ** (length - 1))
             b = 10**length - 1 if hi is None else min(hi, 10**length - 1)
             if a <= b:
