@@ -10,6 +10,10 @@ stops the server process) always runs to its end.
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
+import shutil
+import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,6 +23,7 @@ from typing import Any
 import anyio
 import httpx2
 from mcp import Client, StdioServerParameters, stdio_client
+from mcp.client.stdio import get_default_environment
 from mcp.client import Transport
 from mcp.client.streamable_http import streamable_http_client
 
@@ -26,14 +31,33 @@ SHUTDOWN_GRACE = 10.0
 """Seconds to wait for a shutdown hurried by a second cancellation (the SDK bounds each of its
 own steps: closing stdin, SIGTERM, SIGKILL, about six seconds in all)."""
 
+SUPERVISOR = Path(__file__).with_name("_mcp_supervisor.py")
+
 
 def stdio_transport(
     command: str, args: Sequence[str], env: Mapping[str, str] | None, cwd: str | Path | None
 ) -> Transport:
-    """The SDK's stdio transport: a child process in its own process group, whose whole tree is
-    stopped when the transport closes."""
+    """The SDK's stdio transport: a child process in its own process group, stopped when the
+    transport closes.
+
+    The SDK signals that group only when the server does not exit by itself, and a process that
+    moved to a group or session of its own is never in it. So on Linux the server runs under
+    `_mcp_supervisor`, which outlives it only to stop every process it left."""
+    if sys.platform == "linux":
+        if not _runnable(command, {**get_default_environment(), **(env or {})}.get("PATH"), cwd):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)  # as the SDK's spawn says
+        command, args = sys.executable, ["-I", str(SUPERVISOR), command, *args]
     params = StdioServerParameters(command=command, args=list(args), env=dict(env) if env else None, cwd=cwd)
     return stdio_client(params)
+
+
+def _runnable(command: str, path: str | None, cwd: str | Path | None) -> bool:
+    """Whether `command` names a program to run: found on `path`, or a file where it points
+    (from `cwd`, where the server starts)."""
+    if os.sep not in command:
+        return shutil.which(command, path=path) is not None
+    where = Path(cwd or ".") / command
+    return where.is_file() and os.access(where, os.X_OK)
 
 
 @asynccontextmanager

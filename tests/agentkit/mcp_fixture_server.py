@@ -5,13 +5,16 @@
 
 Its tools cover what a client must handle: text, structured content, images and embedded
 resources, an `isError` result, a JSON-RPC error, the request's HTTP headers, a call slow
-enough to be cancelled or cut by killing the server, and its own process id (so a test can kill it and check that it is gone).
+enough to be cancelled or cut by killing the server, its own process id (so a test can kill it and check that it is gone),
+and a stray process started out of its reach (so a test can check that it stops with the server all the same).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+from typing import Literal
 
 import anyio
 from mcp import MCPError
@@ -91,6 +94,32 @@ def refuse(reason: str) -> str:
 def pid() -> int:
     """This server's process id."""
     return os.getpid()
+
+
+STRAY = """
+import os, signal, sys, time
+if sys.argv[1] == "daemon" and os.fork():
+    os._exit(0)  # the daemon's way: its parent exits at once, so it is nobody's child
+os.setsid()
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print(os.getpid(), flush=True)
+os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+time.sleep(60)  # ends by itself, so a failing test leaves it running a minute at most
+"""
+
+
+@server.tool(structured_output=False)
+def stray(mode: Literal["session", "daemon"]) -> int:
+    """Start a process in a session of its own that ignores SIGTERM and ends by itself after
+    60 s ("daemon": through a parent that exits at once); its process id, once it ignores SIGTERM."""
+    child = subprocess.Popen([sys.executable, "-c", STRAY, mode], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert child.stdout is not None
+    with child.stdout:
+        pid = int(child.stdout.readline())
+    if mode == "daemon":
+        child.wait()
+    return pid
 
 
 if __name__ == "__main__":

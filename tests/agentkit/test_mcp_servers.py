@@ -354,6 +354,21 @@ async def test_cancelling_inside_the_block_stops_the_server() -> None:
     assert started and gone_within(started, 10)
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="the guarantee is Linux's (a child subreaper)")
+@pytest.mark.parametrize("mode", ["session", "daemon"])
+async def test_a_process_the_server_started_out_of_its_group_stops_with_the_block(mode: str) -> None:
+    stray = 0
+    try:
+        async with fixture_server() as server:
+            tools = {t.name: t for t in await bounded(server.list_tools())}
+            stray = int(await bounded(tools["stray"].call({"mode": mode})))
+            assert is_running(stray) and os.getsid(stray) == stray  # a session of its own, ignoring SIGTERM
+        assert not is_running(stray)
+    finally:
+        if stray and is_running(stray):
+            os.kill(stray, signal.SIGKILL)
+
+
 async def test_cancelling_while_connecting_leaves_no_process() -> None:
     before = running_children()
 
