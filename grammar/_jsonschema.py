@@ -66,6 +66,7 @@ MAX_REPEAT = 100_000
 MAX_PATTERN_SUBSETS = 4
 MAX_DEPENDENCIES = 6
 MAX_COUNT_STATES = 4_000
+MAX_UNCOUNTED_EXTRAS = 16  # members a lenient grammar asks for where minProperties is left to the validator
 MAX_NEGATION_DEPTH = 6
 MAX_NEGATED_ONE_OF = 8  # its negation names every pair of branches
 MAX_VALUE_DEPTH = 64  # nesting of a const/enum value
@@ -1112,6 +1113,11 @@ class _Compiler:
                 # the schema (none that long will be written), never more.
                 n = MAX_REPEAT
                 out.narrowed = True
+            if n > MAX_REPEAT and keyword == "minProperties":
+                # No key set is that large (see `member_list`): left to the validator, lenient.
+                self.refuse(f"minProperties {n} is above the {MAX_REPEAT} members a grammar counts",
+                            keyword, pointer)
+                n = MAX_REPEAT
             if n > MAX_REPEAT:
                 raise LimitError(f"{keyword} {n} is above the supported {MAX_REPEAT}", keyword=keyword, pointer=pointer)
             attr = {"minLength": "min_len", "maxLength": "max_len", "minItems": "min_items",
@@ -1828,19 +1834,35 @@ class _Compiler:
         if sep is None:
             sep = seq(self.ws, lit(","), self.ws)
         n = len(members)
-        if hi is not None and hi < lo:
+        if (hi is not None and hi < lo) or (extra == NOTHING and lo > n):
             return NOTHING
+        # Two extra members may spell the same key (`{"a":1,"a":2}` parses to one member), and
+        # no grammar here tells keys apart: where extra members would have to make up two or
+        # more of minProperties, it is refused. Lenient, the validator checks it after decoding
+        # and the grammar still asks for that many members (up to a bound), keys alike or not.
+        required = sum(1 for _, _, r in members if r)
+        repeats_allowed = False
+        if extra != NOTHING and lo - required > 1:
+            self.refuse("extra members may spell the same key, so the grammar cannot count "
+                        f"{lo - required} distinct ones", "minProperties", pointer)
+            repeats_allowed = True
+            lo = min(lo, required + MAX_UNCOUNTED_EXTRAS)
         cap = max(lo, 1) if hi is None else hi
         if (n + 1) * (cap + 1) * (1 << len(others)) > MAX_COUNT_STATES:
-            raise LimitError("too many object members to count", keyword="maxProperties", pointer=pointer)
+            # Name the larger of the two factors: the properties, or the count bound.
+            if n >= cap:
+                raise LimitError(f"{n} properties are too many to count the members written over "
+                                 f"(properties times counts past {MAX_COUNT_STATES})", keyword="properties",
+                                 pointer=pointer)
+            keyword = "maxProperties" if hi is not None else "minProperties"
+            raise LimitError(f"{keyword} {cap} is too many members to count over {n} properties "
+                             f"(properties times counts past {MAX_COUNT_STATES})", keyword=keyword, pointer=pointer)
         tag = self.name("obj")
         shared = n > 3
 
         def extras(count: int, unmet: frozenset[int]) -> Node:
             need = max(0, lo - count)
-            # Two extra members may spell the same key, and the parsed object then holds one:
-            # only one extra member may count towards minProperties.
-            if need > 1:
+            if need > 1 and not repeats_allowed:  # no members to count them with (see above)
                 return NOTHING
             if unmet:
                 if not all(others[k][1] for k in unmet):
