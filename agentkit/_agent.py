@@ -8,7 +8,7 @@ import asyncio
 import collections
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, overload
 
@@ -18,10 +18,13 @@ import grammar
 from grammar import Grammar, GrammarError, ReasoningSpan
 from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, tool_instructions
 
+from ._bounds import UnreadableTurn
 from ._context import RunContext
 from ._errors import (
     IncompleteOutput,
+    InvalidArgument,
     ModelRequestFailed,
+    UnreadableOutput,
     OutputValidationError,
     RunError,
     RunTimeout,
@@ -30,8 +33,11 @@ from ._errors import (
     ToolArgumentsError,
     ToolRetriesExceeded,
     UnexpectedModelOutput,
+    UnreadableResult,
+    safe_str,
 )
 from ._events import Event, FinalResult, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
+from ._inputs import check_agent_settings, check_generation_settings, check_runtime, check_text, check_tool_item
 from ._messages import (
     CALL_WHITESPACE,
     Envelope,
@@ -197,13 +203,22 @@ class Agent(Generic[OutputT]):
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> None:
-        if max_steps < 1 or max_tokens < 1 or max_calls_per_turn < 1 or max_retries < 0:
-            raise ValueError("max_steps, max_tokens and max_calls_per_turn must be >= 1, max_retries >= 0")
+        check_agent_settings(dict(max_steps=max_steps, max_calls_per_turn=max_calls_per_turn, max_retries=max_retries,
+                                  token_budget=token_budget, timeout=timeout, tool_timeout=tool_timeout,
+                                  answer_on_repeat=answer_on_repeat))
+        check_generation_settings(max_tokens=max_tokens, temperature=temperature, seed=seed)
+        check_runtime(runtime)
+        check_text("system_prompt", system_prompt)
+        if reasoning is not None and not isinstance(reasoning, ReasoningSpan):
+            raise InvalidArgument("reasoning", f"must be a grammar.ReasoningSpan or None, not {type(reasoning).__name__}")
+        if isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence):
+            raise InvalidArgument("tools", f"must be a sequence of Tools or functions, not {type(tools).__name__}")
         self.tools: dict[str, Tool] = {}
-        for item in tools:
+        for i, item in enumerate(tools):
+            check_tool_item(i, item)
             t = item if isinstance(item, Tool) else tool(item)
             if t.name in self.tools:
-                raise ValueError(f"two tools are named {t.name!r}")
+                raise InvalidArgument(f"tools[{i}]", f"two tools are named {t.name!r}; tool names must be unique")
             self.tools[t.name] = t
         self._runtime = runtime
         self.system_prompt = system_prompt
@@ -216,13 +231,13 @@ class Agent(Generic[OutputT]):
         self.max_retries = max_retries
         self.max_calls_per_turn = max_calls_per_turn
         if tool_choice not in ("auto", "required") or (tool_choice == "required" and not self.tools):
-            raise ValueError(f"tool_choice must be 'auto' or 'required' (with tools), got {tool_choice!r}")
+            raise InvalidArgument("tool_choice", f"must be 'auto' or 'required' (with tools), got {tool_choice!r}")
         self.tool_choice = tool_choice
         if tool_prompt not in TOOL_PROMPTS:
-            raise ValueError(f"tool_prompt must be one of {', '.join(map(repr, TOOL_PROMPTS))}, got {tool_prompt!r}")
+            raise InvalidArgument("tool_prompt", f"must be one of {', '.join(map(repr, TOOL_PROMPTS))}, got {tool_prompt!r}")
         self.tool_prompt = tool_prompt
         if repeat_calls not in REPEAT_CALLS:
-            raise ValueError(f"repeat_calls must be one of {', '.join(map(repr, REPEAT_CALLS))}, got {repeat_calls!r}")
+            raise InvalidArgument("repeat_calls", f"must be one of {', '.join(map(repr, REPEAT_CALLS))}, got {repeat_calls!r}")
         self.repeat_calls = repeat_calls
         self.answer_on_repeat = answer_on_repeat
         self.reasoning = reasoning
@@ -346,19 +361,22 @@ class Agent(Generic[OutputT]):
         return "python" if self.tool_prompt == "python" else runtime.tool_call_envelope
 
     async def _events(self, state: _RunState, *, stream: bool) -> AsyncIterator[Event]:
-        runtime = self.runtime
+        with self._model_errors(state, "the default runtime"):
+            runtime = self.runtime
         # With the python tool prompt the system message lists the tools; the template does not.
         tools_json = None if self.tool_prompt == "python" else [t.to_openai() for t in self.tools.values()] or None
         while True:
             kind = self._turn_kind(state)
-            g = self.turn_grammar(self._envelope(runtime), kind)
+            with self._model_errors(state, runtime.name):
+                g = self.turn_grammar(self._envelope(runtime), kind)
             if state.step >= self.max_steps:
                 raise StepLimitExceeded(f"no final answer after {self.max_steps} model turns (max_steps)", **state.context())
             state.step += 1
             budget = self._turn_budget(state)
             options = dict(grammar=g, max_tokens=budget, tools=tools_json, temperature=self.temperature, seed=self.seed)
             if stream:
-                pieces = runtime.stream(state.messages, **options)
+                with self._model_errors(state, runtime.name):
+                    pieces = runtime.stream(state.messages, **options)
                 try:
                     while True:
                         try:
@@ -372,7 +390,11 @@ class Agent(Generic[OutputT]):
                 assert generation is not None
             else:
                 generation = await self._within(state, runtime.generate(state.messages, **options), runtime)
-            turn = self._read(state, generation, budget, g, kind)
+            try:
+                turn = self._read(state, generation, budget, g, kind)
+            except UnreadableTurn as exc:
+                self._refuse_unreadable_turn(state, generation.text, exc.reason)
+                continue
             if turn.kind == "text":
                 state.messages.append(assistant_message(turn))
                 yield FinalResult(self._result(state, turn.text))
@@ -386,7 +408,7 @@ class Agent(Generic[OutputT]):
             state.messages.append(assistant_message(turn))
             for call in turn.calls:
                 yield ToolCallEvent(state.step, call)
-            records = await self._within(state, self._run_calls(state, turn.calls), runtime)
+            records = await self._within(state, self._run_calls(state, turn.calls))
             for record in records:
                 state.messages.append(tool_message(record.call, self._tool_feedback(record)))
                 state.records.append(record)
@@ -406,9 +428,10 @@ class Agent(Generic[OutputT]):
             raise TokenLimitExceeded(f"the run used its token budget of {self.token_budget}", **state.context())
         return min(self.max_tokens, left)
 
-    async def _within(self, state: _RunState, work: Any, runtime: Runtime) -> Any:
-        """Await `work` within the run's deadline; runtime failures become run errors."""
-        try:
+    async def _within(self, state: _RunState, work: Any, runtime: Runtime | None = None) -> Any:
+        """Await `work` within the run's deadline; for a model's `work` (`runtime` given),
+        whatever the runtime raises becomes a run error (`_model_errors`)."""
+        with self._model_errors(state, runtime.name) if runtime is not None else contextlib.nullcontext():
             if state.deadline is None:
                 return await work
             limit = asyncio.timeout_at(state.deadline)
@@ -419,6 +442,16 @@ class Agent(Generic[OutputT]):
                 if not limit.expired():
                     raise
                 raise RunTimeout(f"the run took longer than its timeout of {self.timeout:g} s", **state.context()) from None
+
+    @contextlib.contextmanager
+    def _model_errors(self, state: _RunState, name: str) -> Iterator[None]:
+        """A runtime's failures (and its grammar's) as run errors that keep the messages so far;
+        an error of another kind out of a runtime, or out of its grammar's compile, is a
+        `ModelRequestFailed` too, with the original as `__cause__`."""
+        try:
+            yield
+        except (RunError, StopAsyncIteration):  # a run error already; a stream's end
+            raise
         except TokenBudgetExceeded as exc:
             raise IncompleteOutput(
                 f"turn {state.step} reached max_tokens={self.max_tokens} before the answer was complete",
@@ -427,10 +460,25 @@ class Agent(Generic[OutputT]):
             ) from exc
         except GrammarIgnored as exc:
             raise UnexpectedModelOutput(
-                f"runtime {runtime.name!r} returned text its grammar rejects", text=exc.text, **state.context()
+                f"runtime {name!r} returned text its grammar rejects", text=exc.text, **state.context()
             ) from exc
         except (RuntimeFailure, GrammarError) as exc:
-            raise ModelRequestFailed(f"runtime {runtime.name!r} failed: {exc}", **state.context()) from exc
+            raise ModelRequestFailed(f"runtime {name!r} failed: {exc}", **state.context()) from exc
+        except Exception as exc:  # a runtime's own bug, or a dependency's error: still no message lost
+            raise ModelRequestFailed(
+                f"runtime {name!r} raised {type(exc).__name__}: {safe_str(exc)}", **state.context()
+            ) from exc
+
+    def _refuse_unreadable_turn(self, state: _RunState, text: str, reason: str) -> None:
+        """A turn too deep or too long to parse goes back to the model, as a failed output
+        does, until more than `max_retries` such turns."""
+        state.messages.append({"role": "assistant", "content": text})
+        state.failures["unreadable"] += 1
+        if state.failures["unreadable"] > self.max_retries:
+            raise UnreadableOutput(f"turn {state.step}: the model's answer {reason}", text=text, reason=reason,
+                                   **state.context())
+        logger.info("correction %d of %d asked for: the turn %s", state.failures["unreadable"], self.max_retries, reason)
+        state.messages.append({"role": "user", "content": f"That answer {reason}. Answer again, within those bounds."})
 
     def _read(self, state: _RunState, generation: Generation, budget: int, g: Grammar | None, kind: TurnKind) -> Turn:
         state.usage = state.usage + generation.usage
@@ -467,6 +515,8 @@ class Agent(Generic[OutputT]):
                 expect_output=self.output is not None,
                 preamble=self._preamble(kind, envelopes),
             )
+        except UnreadableTurn:
+            raise
         except ValueError as exc:
             raise UnexpectedModelOutput(f"turn {state.step}: {exc}", text=generation.text, **state.context()) from exc
 
@@ -504,7 +554,13 @@ class Agent(Generic[OutputT]):
             except RunError:
                 raise  # a tool that ends the run (an MCP server lost mid-call) carries its messages
             except Exception as exc:  # a failing tool is reported to the model, not raised
-                logger.warning("tool %r failed (%s: %s); the error goes back to the model", call.name, type(exc).__name__, exc)
+                logger.warning("tool %r failed (%s: %s); the error goes back to the model",
+                               call.name, type(exc).__name__, safe_str(exc))
+                return ToolCallRecord(call, valid.arguments, error=exc)
+            try:
+                render_result(result)  # a value the model cannot read is the call's failure
+            except UnreadableResult as exc:
+                logger.warning("tool %r: %s; the error goes back to the model", call.name, exc)
                 return ToolCallRecord(call, valid.arguments, error=exc)
             return ToolCallRecord(call, valid.arguments, result=result)
 
@@ -525,7 +581,10 @@ class Agent(Generic[OutputT]):
 
     def _outcome_feedback(self, record: ToolCallRecord) -> str:
         if record.error is None:
-            return render_result(record.result)
+            try:
+                return render_result(record.result)
+            except UnreadableResult as exc:  # readable when the call ended, but not now
+                return render_error(exc)
         return render_error(record.error)
 
     def _count_failures(self, state: _RunState, records: list[ToolCallRecord]) -> None:

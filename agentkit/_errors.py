@@ -71,6 +71,52 @@ class Violation:
         return f"{where}: {self.message} ({self.keyword}){note}"
 
 
+def safe_str(value: Any) -> str:
+    """`str(value)`, or a placeholder naming its type where `__str__` (or `__repr__`) raises."""
+    try:
+        return str(value)
+    except Exception:
+        try:
+            return repr(value)
+        except Exception:
+            return f"<{type(value).__name__} that cannot be shown>"
+
+
+class InvalidArgument(AgentkitError, TypeError, ValueError):
+    """An argument no run could start from (`Agent(...)`, `Agent.run`, `extract`): `argument`
+    names it (``"max_tokens"``, ``"prompt[1].role"``) and `reason` says what is wrong.
+
+    A `TypeError` and a `ValueError` too, so code that caught either for a bad argument still does.
+    """
+
+    def __init__(self, argument: str, reason: str):
+        self.argument = argument
+        self.reason = reason
+        super().__init__(f"{argument}: {reason}")
+
+
+class ToolAborted(AgentkitError):
+    """A tool that raised what is not an `Exception` (`SystemExit`, `GeneratorExit`, another
+    `BaseException` subclass): reported to the model as the call's failure, so a tool cannot end
+    the run or the process. `__cause__` is what it raised. `KeyboardInterrupt` and cancellation
+    are not caught."""
+
+    def __init__(self, tool: str, raised: BaseException):
+        self.tool = tool
+        super().__init__(f"tool {tool!r} raised {type(raised).__name__}: {safe_str(raised)}")
+
+
+class UnreadableResult(AgentkitError):
+    """A tool's return value that cannot become text for the model (not JSON-serialisable, and
+    its `repr` fails): reported to the model as the call's failure; `__cause__` says why."""
+
+    def __init__(self, value: Any, cause: BaseException):
+        super().__init__(
+            f"the tool returned a {type(value).__name__} that cannot be shown as text "
+            f"({type(cause).__name__}: {safe_str(cause)})"
+        )
+
+
 class ToolTimeout(AgentkitError, TimeoutError):
     """A tool call that ran past its timeout (the tool's own, else the agent's `tool_timeout`)."""
 
@@ -213,4 +259,15 @@ class UnexpectedModelOutput(RunError):
 
     def __init__(self, message: str, *, text: str, **kwargs: Any):
         self.text = text
+        super().__init__(message, **kwargs)
+
+
+class UnreadableOutput(RunError):
+    """A model turn too deep or too long to parse (arrays and objects nested deeper than
+    `MAX_NESTING`, 64; a number of more digits than Python reads, 4,300), more than
+    `max_retries` times in a run: `text` holds the last such turn and `reason` what was wrong."""
+
+    def __init__(self, message: str, *, text: str, reason: str, **kwargs: Any):
+        self.text = text
+        self.reason = reason
         super().__init__(message, **kwargs)

@@ -9,7 +9,8 @@ from typing import Any, TypeVar, overload
 from grammar import GrammarError
 from runtimes import GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded
 
-from ._errors import IncompleteOutput, ModelRequestFailed, UnexpectedModelOutput
+from ._errors import IncompleteOutput, ModelRequestFailed, UnexpectedModelOutput, safe_str
+from ._inputs import check_generation_settings, check_runtime, check_text
 from ._output import OutputSpec
 from ._runtime import budget_reached, resolve_runtime
 
@@ -78,8 +79,13 @@ async def aextract(
     validated (constraints the grammar cannot enforce are checked here). Raises
     `IncompleteOutput` when `max_tokens` runs out before the model finishes (never a half
     object) and `OutputValidationError` when the value breaks a constraint checked after
-    decoding.
+    decoding, or nests deeper than agentkit reads; `ModelRequestFailed` for whatever the
+    runtime raised. A bad argument is an `InvalidArgument` naming it.
     """
+    check_text("text", text, optional=False)
+    check_text("instructions", instructions)
+    check_generation_settings(max_tokens=max_tokens, temperature=temperature, seed=seed)
+    check_runtime(runtime)
     spec = output_spec(output_type)
     rt = resolve_runtime(runtime)
     messages = [
@@ -100,6 +106,10 @@ async def aextract(
         ) from exc
     except (RuntimeFailure, GrammarError) as exc:
         raise ModelRequestFailed(f"runtime {rt.name!r} failed: {exc}", messages=messages) from exc
+    except Exception as exc:  # a runtime's own bug, or a dependency's error: still no message lost
+        raise ModelRequestFailed(
+            f"runtime {rt.name!r} raised {type(exc).__name__}: {safe_str(exc)}", messages=messages
+        ) from exc
     if generation.finish_reason == "cancelled":
         raise asyncio.CancelledError("the runtime cancelled the generation")
     if budget_reached(generation):

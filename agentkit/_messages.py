@@ -4,6 +4,7 @@ and what a model turn's text means: free text, tool calls, or a final output."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
@@ -11,9 +12,12 @@ import pydantic_core
 
 import grammar
 
-from ._errors import ToolArgumentsError
+from ._bounds import UnreadableTurn, check_turn
+from ._errors import ToolArgumentsError, UnreadableResult, safe_str
+from ._inputs import check_prompt
 
 Envelope = Literal["json", "hermes", "fenced", "python"]
+_SURROGATE = re.compile("[\ud800-\udfff]")
 CALL_WHITESPACE = 12
 """Blanks a call's JSON may hold between tokens: pretty-printed to a depth of five."""
 
@@ -80,14 +84,13 @@ class Turn:
 
 def initial_messages(prompt: str | list[Message], system_prompt: str | None) -> list[Message]:
     """The conversation a run starts from: a prompt string becomes a user message; a message
-    list is copied; `system_prompt` leads (added to the list's own system message, once)."""
+    list is copied; `system_prompt` leads (added to the list's own system message, once).
+    `prompt` is checked first (`check_prompt`)."""
+    check_prompt(prompt)
     if isinstance(prompt, str):
         messages: list[Message] = [{"role": "user", "content": prompt}]
     else:
         messages = [dict(m) for m in prompt]
-        for i, m in enumerate(messages):
-            if not isinstance(m, dict) or "role" not in m:
-                raise TypeError(f"message {i} must be a dict with a 'role', got {m!r}")
     if not system_prompt:
         return messages
     if messages and messages[0].get("role") == "system":
@@ -113,8 +116,17 @@ def parse_turn(
     Tool calls come first: text the grammar's calls branch produced parses as calls naming
     known tools (after free text, with `preamble`). Otherwise it is the final output (when the
     run has an output type) or free text. Raises ValueError for calls naming unknown tools or
-    malformed envelopes, which only a runtime that ignored the grammar can produce.
+    malformed envelopes, which only a runtime that ignored the grammar can produce, and
+    `UnreadableTurn` (a ValueError) for text too deep or with a number too long to parse (see
+    `_bounds`); a turn that may be the final output is left to the output's validation then,
+    which refuses it.
     """
+    try:
+        check_turn(text)
+    except UnreadableTurn:
+        if expect_output:
+            return Turn("output", text)
+        raise
     try:
         raw = grammar.parse_tool_calls(text, envelope=envelope, preamble=preamble, names=tool_names)
     except ValueError:
@@ -145,13 +157,18 @@ def tool_message(call: ToolCall, content: str) -> Message:
 
 
 def render_result(value: Any) -> str:
-    """A tool's return value as the text the model reads (strings as they are, else JSON)."""
+    """A tool's return value as the text the model reads (strings as they are, else JSON, else
+    its `repr`); lone surrogates become U+FFFD. Raises `UnreadableResult` where none works."""
     if isinstance(value, str):
-        return value
+        return readable(value)
     try:
-        return pydantic_core.to_json(value).decode("utf-8")
-    except pydantic_core.PydanticSerializationError:
-        return repr(value)
+        return readable(pydantic_core.to_json(value).decode("utf-8"))
+    except Exception:  # not serialisable (pydantic raises several kinds): its repr, then
+        pass
+    try:
+        return readable(repr(value))
+    except Exception as exc:  # a failing __repr__, an int past Python's digit limit
+        raise UnreadableResult(value, exc) from exc
 
 
 def render_error(error: BaseException) -> str:
@@ -159,5 +176,13 @@ def render_error(error: BaseException) -> str:
     validate, each violation and a request to call again."""
     if isinstance(error, ToolArgumentsError):
         problems = "\n".join(f"- {v}" for v in error.violations)
-        return f"Error: invalid arguments for {error.tool}:\n{problems}\nCall it again with valid arguments."
-    return f"Error: {type(error).__name__}: {error}"
+        return readable(f"Error: invalid arguments for {error.tool}:\n{problems}\nCall it again with valid arguments.")
+    return readable(f"Error: {type(error).__name__}: {safe_str(error)}")
+
+
+def readable(text: str) -> str:
+    """`text` with every lone surrogate (no UTF-8 encoding, so no tokens) as U+FFFD; a pair
+    split across two code points is joined."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

@@ -11,6 +11,7 @@ import pydantic
 import grammar
 from grammar import CompileError, Grammar
 
+from ._bounds import text_problem
 from ._constraints import Constraints, report
 from ._errors import OutputValidationError, ToolDefinitionError, Violation, pydantic_violations
 from ._schema import schema_for_type
@@ -50,10 +51,14 @@ class OutputSpec(Generic[T]):
 
     def validate(self, text: str, **context: Any) -> T:
         """`text` as a `T`; `OutputValidationError` naming each failed field and keyword
-        (`context` is passed to the error: `messages`, `usage`)."""
+        (`context` is passed to the error: `messages`, `usage`), or saying the text nests
+        deeper than `MAX_NESTING` or holds a number too long to read (it is then not parsed)."""
+        problem = text_problem(text)
+        if problem is not None:  # parsing it would run out of stack, or Python refuses the number
+            raise OutputValidationError([Violation("", "bounds", problem, "parse")], text, **context)
         try:
             value = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # not JSON, or an integer past Python's digit limit
             raise OutputValidationError([Violation("", "json", f"not JSON: {exc}", "parse")], text, **context) from None
         problems = self._validator.problems(value)
         if problems:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import pydantic_core
+import pydantic
 
-from ._errors import RepeatedCall
+from ._errors import RepeatedCall, safe_str
 from ._events import ToolCallRecord
 from ._messages import ToolCall
 from ._tool import Tool
@@ -23,7 +22,7 @@ from ._tool import Tool
 RepeatCalls = Literal["reuse", "run", "refuse"]
 REPEAT_CALLS: tuple[RepeatCalls, ...] = ("reuse", "run", "refuse")
 
-CallKey = tuple[str, str]
+CallKey = tuple[str, Hashable]
 
 
 @dataclass(frozen=True)
@@ -36,13 +35,58 @@ class ValidCall:
 
 
 def call_key(call: ValidCall) -> CallKey | None:
-    """What makes two calls equal: the tool and its validated arguments (defaults filled in,
-    object keys in any order). None for a tool declared `idempotent=False`: its calls are
-    never repeats."""
+    """What makes two calls equal: the tool and its validated arguments' values (defaults
+    filled in, object keys in any order), read from the values themselves, not from their
+    serialisation, which may leave a field out (`Field(exclude=True)`) or map several values
+    to one (a `PlainSerializer`). None for a tool declared `idempotent=False`, or arguments
+    holding a value that cannot be compared: such calls are never repeats."""
     if not call.tool.idempotent:
         return None
-    value = pydantic_core.to_jsonable_python(call.arguments, fallback=repr)
-    return call.call.name, json.dumps(value, sort_keys=True, ensure_ascii=False)
+    try:
+        return call.call.name, _value_key(call.arguments)
+    except _Incomparable:
+        return None
+
+
+class _Incomparable(Exception):
+    """A value with no equality to key on (unhashable, and of no kind `_value_key` walks)."""
+
+
+def _value_key(value: Any) -> Hashable:
+    """A hashable stand-in for `value`, equal only for equal values of the same types: models,
+    dataclasses, mappings, sequences and sets walked by their fields and items, each scalar
+    tagged with its type (so ``1``, ``1.0`` and ``True`` differ, as their JSON does). Raises
+    `_Incomparable` for a value of no kind walked here that has no hash."""
+    if isinstance(value, pydantic.BaseModel):
+        fields = {name: getattr(value, name) for name in type(value).model_fields}
+        fields.update(value.__pydantic_extra__ or {})
+        return (_type_name(value), _value_key(fields))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return (_type_name(value), _value_key(fields))
+    if isinstance(value, dict):
+        items = [(_value_key(k), _value_key(v)) for k, v in value.items()]
+        return ("dict", frozenset(items))
+    if isinstance(value, (list, tuple)):
+        return (_type_name(value), tuple(_value_key(v) for v in value))
+    if isinstance(value, (set, frozenset)):
+        return (_type_name(value), frozenset(_value_key(v) for v in value))
+    if isinstance(value, float):  # exact, -0.0 apart from 0.0 as in JSON
+        return ("float", value.hex())
+    if value is None or isinstance(value, (str, int, bytes)):
+        return (_type_name(value), value)
+    # Other values (datetimes, decimals, enums ...) may be equal yet differ as the tool sees them
+    # (12:00 UTC and 13:00 at +01:00; Decimal 1.0 and 1.00): their repr tells those apart.
+    try:
+        hash(value)
+        return (_type_name(value), value, repr(value))
+    except Exception:
+        raise _Incomparable from None
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 ANSWER_NOW = "Answer the question now, from the tool results above, without calling a tool."
@@ -114,7 +158,7 @@ class CallLedger:
             if record.ok:
                 self._succeeded.setdefault(keys[i], record)
             else:
-                error = repr(record.error)
+                error = f"{type(record.error).__name__}: {safe_str(record.error)}"
                 if self._failed.get(keys[i]) == error:
                     self._failed_alike.add(record.call.id)
                 self._failed[keys[i]] = error

@@ -7,6 +7,8 @@ from collections.abc import Collection
 from grammar import Grammar, parse_tool_calls
 from runtimes import Generation, Runtime
 
+from ._bounds import ENVELOPE_NESTING, MAX_NESTING, text_problem
+
 
 def resolve_runtime(runtime: Runtime | None) -> Runtime:
     """`runtime`, or the embedded default model (loaded on first use, then shared)."""
@@ -40,6 +42,8 @@ def model_written_calls(
     """
     text, end = generation.text, generation.steered_from
     assert end is not None
+    if text_problem(text, nesting=MAX_NESTING + ENVELOPE_NESTING):  # unsafe to parse: nothing is kept
+        return None
     start = 0  # where the calls begin: after a reasoning span, if the grammar opens with one
     if g.reasoning is not None:
         thought, calls = g.reasoning.split(text)

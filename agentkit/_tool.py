@@ -12,7 +12,7 @@ import inspect
 import json
 import re
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, overload
 
 import pydantic
@@ -22,10 +22,11 @@ from pydantic.fields import FieldInfo
 import grammar
 from grammar import CompileError, Grammar, ToolSchema
 
+from ._bounds import MAX_NESTING, text_problem, too_deep, value_depth
 from ._constraints import Constraints, report
 from ._context import RunContext, is_context_type
 from ._docstrings import parse_docstring
-from ._errors import ToolArgumentsError, ToolDefinitionError, ToolTimeout, Violation, pydantic_violations
+from ._errors import ToolAborted, ToolArgumentsError, ToolDefinitionError, ToolTimeout, Violation, pydantic_violations
 from ._schema import normalise, resolve_local, subschemas
 from ._types import UnsupportedType, prepare
 from ._validator import SchemaValidator
@@ -220,13 +221,22 @@ class Tool:
     def validate(self, arguments: dict[str, Any] | str) -> Any:
         """`arguments` (a dict, or JSON text) as this tool's typed arguments: an `args_type`
         instance, or for schema tools the validated dict. Raises `ToolArgumentsError`, whose
-        violations name each field, keyword, and whether the grammar or the validator holds it.
+        violations name each field, keyword, and whether the grammar or the validator holds it
+        (arguments nested deeper than `MAX_NESTING`, or a text with a number too long to
+        read, are refused unread).
         """
         text = arguments if isinstance(arguments, str) else None
         if isinstance(arguments, str):
+            problem = text_problem(arguments)
+        else:
+            depth = value_depth(arguments)
+            problem = too_deep(depth) if depth > MAX_NESTING else None
+        if problem is not None:  # parsing or validating it would run out of stack
+            raise ToolArgumentsError(self.name, [Violation("", "bounds", problem, "parse")], text)
+        if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)
-            except json.JSONDecodeError as exc:
+            except ValueError as exc:  # not JSON, or an integer past Python's digit limit
                 raise ToolArgumentsError(
                     self.name, [Violation("", "json", f"not JSON: {exc}", "parse")], text
                 ) from None
@@ -263,19 +273,37 @@ class Tool:
     async def call(self, arguments: Any, context: RunContext[Any] | None = None, *, timeout: float | None = None) -> Any:
         """Run the tool on validated arguments (as `validate` returns them): async functions
         awaited, sync ones in a worker thread; `ToolTimeout` past the timeout (the tool's own,
-        else `timeout`)."""
+        else `timeout`), also for an async tool that blocked the event loop and so returned
+        only after its deadline. What the tool raises that is not an `Exception`
+        (`SystemExit`, `GeneratorExit`) is a `ToolAborted`; `KeyboardInterrupt` and
+        cancellation pass through."""
         limit = self.timeout if self.timeout is not None else timeout
         args, kwargs = self._call_arguments(arguments, context)
-        if self.is_async:
-            work: Awaitable[Any] = self.fn(*args, **kwargs)
-        else:
-            work = asyncio.to_thread(self.fn, *args, **kwargs)
+        work = self._guarded(args, kwargs)
         if limit is None:
             return await work
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
         try:
-            return await asyncio.wait_for(work, limit)
+            result = await asyncio.wait_for(work, limit)
         except asyncio.TimeoutError:
             raise ToolTimeout(self.name, limit) from None
+        if loop.time() > deadline:  # it held the loop past its deadline, so no timer could fire
+            raise ToolTimeout(self.name, limit)
+        return result
+
+    async def _guarded(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """The tool's own run, with what asyncio would not contain turned into `ToolAborted`:
+        a `SystemExit` out of a task ends the event loop, and other `BaseException`s pass
+        every `except Exception`."""
+        try:
+            if self.is_async:
+                return await self.fn(*args, **kwargs)
+            return await asyncio.to_thread(self.fn, *args, **kwargs)
+        except (Exception, KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except BaseException as exc:
+            raise ToolAborted(self.name, exc) from exc
 
     def _call_arguments(self, arguments: Any, context: RunContext[Any] | None) -> tuple[list[Any], dict[str, Any]]:
         if context is None:

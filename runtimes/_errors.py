@@ -72,3 +72,16 @@ class TokenBudgetExceeded(RuntimeFailure):
     def __init__(self, message: str, *, text: str = ""):
         super().__init__(message)
         self.text = text
+
+
+class InvalidRequest(RuntimeFailure, TypeError, ValueError):
+    """An argument of `generate` or `stream` that no model could be asked with: `argument` names
+    it (``"max_tokens"``, ``"messages[2].role"``) and `reason` says what is wrong.
+
+    A `TypeError` and a `ValueError` too, so code that caught either for a bad argument still does.
+    """
+
+    def __init__(self, argument: str, reason: str):
+        self.argument = argument
+        self.reason = reason
+        super().__init__(f"{argument}: {reason}")

@@ -10,6 +10,9 @@ from typing import Any, Literal
 
 from grammar import Grammar
 
+from ._errors import InvalidRequest
+from .checks import check_count, check_messages, check_number, check_seed
+
 FinishReason = Literal["stop", "length", "grammar_complete", "cancelled"]
 ToolCallEnvelope = Literal["json", "hermes", "python"]
 Messages = list[dict[str, Any]] | str
@@ -62,7 +65,8 @@ class Generation:
 
 @dataclass(frozen=True)
 class Request:
-    """The arguments of one `generate` or `stream` call, checked once."""
+    """The arguments of one `generate` or `stream` call, checked once: a bad one is an
+    `InvalidRequest` naming it (see `runtimes.checks`)."""
 
     messages: Messages
     grammar: Grammar | None = None
@@ -73,16 +77,17 @@ class Request:
     tools: list[dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.messages, (str, list)):
-            raise TypeError(f"messages must be a list of dicts or a string, not {type(self.messages).__name__}")
-        if self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be at least 1, got {self.max_tokens}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        check_messages(self.messages)
+        check_count("max_tokens", self.max_tokens)
+        check_number("temperature", self.temperature)
+        check_number("top_p", self.top_p, high=1.0, low_open=True)
+        check_seed("seed", self.seed)
         if self.grammar is not None and not isinstance(self.grammar, Grammar):
-            raise TypeError(f"grammar must be a grammar.Grammar, not {type(self.grammar).__name__}")
+            raise InvalidRequest("grammar", f"must be a grammar.Grammar, not {type(self.grammar).__name__}")
+        if self.tools is not None and not (
+            isinstance(self.tools, list) and all(isinstance(t, dict) for t in self.tools)
+        ):
+            raise InvalidRequest("tools", "must be a list of OpenAI function-tool dicts, or None")
 
 
 class TextStream(AsyncIterator[str]):

@@ -19,7 +19,8 @@ import numpy as np
 from grammar import Vocabulary
 
 from ._chat import with_tool_instructions
-from ._errors import GrammarIgnored, RuntimeFailure
+from ._errors import GrammarIgnored, InvalidRequest, RuntimeFailure
+from .checks import check_text
 from ._local import LocalRuntime
 from ._scheduler import Feed
 from ._protocol import Generation, Messages, Request, Runtime, TextStream, ToolCallEnvelope, Usage
@@ -173,12 +174,20 @@ class ScriptedRuntime(Runtime):
     For a text, one token is counted per UTF-8 byte. An answer longer than `max_tokens` is cut (at a
     character boundary) and finishes with "length"; a whole answer that the call's grammar
     rejects raises `GrammarIgnored`, as a server that ignored the grammar would. Every call's
-    arguments are kept in `calls`.
+    arguments are kept in `calls`. A text that has no UTF-8 encoding (a lone surrogate) is
+    refused with `InvalidRequest`, as no model could write it; a `Generation` is given as it is.
     """
 
     name = "scripted"
 
     def __init__(self, responses: list[str | Generation], *, tool_call_envelope: ToolCallEnvelope = "json"):
+        if isinstance(responses, (str, Generation)) or not isinstance(responses, (list, tuple)):
+            raise InvalidRequest("responses", f"must be a list of texts or Generations, not {type(responses).__name__}")
+        for i, response in enumerate(responses):
+            if isinstance(response, str):  # a model writes tokens' bytes: only text with UTF-8 bytes
+                check_text(f"responses[{i}]", response)
+            elif not isinstance(response, Generation):
+                raise InvalidRequest(f"responses[{i}]", f"must be a text or a Generation, not {type(response).__name__}")
         self.responses = list(responses)
         self.tool_call_envelope = tool_call_envelope
         self.calls: list[Request] = []

@@ -4,10 +4,12 @@ its earlier result (or refused, or run again, as `repeat_calls` says), tools dec
 
 from __future__ import annotations
 
-from typing import Any
+import datetime
+import decimal
+from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, PlainSerializer
 
 from agentkit import Agent, RepeatedCall, RunUsage, StepLimitExceeded, Tool, ToolResultEvent, tool
 from agentkit._repeats import ANSWER_NOW
@@ -269,3 +271,53 @@ async def test_a_call_in_a_fence_the_template_never_taught_runs_like_a_tagged_on
     result = await Agent([weather_tool(runs)], rt).run("Paris?")
     assert runs == ["Paris"] and result.output == "12 degrees."
     assert rt.calls[0].grammar.accepts("<tool_call>\n" + PARIS + "\n</tool_call>")
+
+
+def _hidden(value: str) -> str:
+    return "hidden"
+
+
+UNLOCKED: list[str] = []  # each run of the unlock tools below
+
+
+def _unlock_excluded(secret: str = Field(exclude=True)) -> str:
+    """Unlock with a secret that serialisation leaves out."""
+    UNLOCKED.append(secret)
+    return f"opened with {secret}"
+
+
+def _unlock_serialised(secret: Annotated[str, PlainSerializer(_hidden)]) -> str:
+    """Unlock with a secret that serialises as one text whatever it is."""
+    UNLOCKED.append(secret)
+    return f"opened with {secret}"
+
+
+@pytest.mark.parametrize("fn", [_unlock_excluded, _unlock_serialised], ids=["exclude", "plain_serializer"])
+def test_calls_that_serialise_alike_but_differ_are_not_repeats(fn: Any) -> None:
+    UNLOCKED.clear()
+    first, second = call("unlock", '{"secret":"A"}'), call("unlock", '{"secret":"B"}')
+    rt = ScriptedRuntime([first + "\n" + second + "\n" + first, "done"])
+    result = Agent([tool(fn, name="unlock")], rt).run_sync("open")
+    assert UNLOCKED == ["A", "B"]  # the third call repeats the first, and only it
+    assert [r.result for r in result.tool_calls] == ["opened with A", "opened with B", "opened with A"]
+    assert [r.repeat_of for r in result.tool_calls] == [None, None, "call_1_1"]
+
+
+def test_equal_values_that_the_tool_sees_differently_are_not_repeats() -> None:
+    runs: list[str] = []
+
+    def schedule(at: datetime.datetime, amount: decimal.Decimal, ratio: float) -> str:
+        """Schedule a payment."""
+        runs.append(f"{at.isoformat()} {amount} {ratio}")
+        return runs[-1]
+
+    calls = [
+        call("schedule", '{"at":"2026-01-01T12:00:00+00:00","amount":"1.0","ratio":0.0}'),
+        call("schedule", '{"at":"2026-01-01T13:00:00+01:00","amount":"1.0","ratio":0.0}'),  # the same instant
+        call("schedule", '{"at":"2026-01-01T12:00:00+00:00","amount":"1.00","ratio":0.0}'),  # an equal Decimal
+        call("schedule", '{"at":"2026-01-01T12:00:00+00:00","amount":"1.0","ratio":-0.0}'),  # an equal float
+    ]
+    rt = ScriptedRuntime(["\n".join(calls), "done"])
+    result = Agent([tool(schedule)], rt, max_calls_per_turn=4).run_sync("pay")
+    assert len(runs) == 4 and all(r.repeat_of is None for r in result.tool_calls)
+
