@@ -58,8 +58,9 @@ class Grammar:
         self.dropped = tuple(dropped)
         self.ignored = tuple(ignored)
         self.source = source
-        # The JSON Schema this grammar was compiled from, if any: servers that take schemas
-        # rather than grammars are sent this.
+        # The JSON Schema this grammar was compiled from, if any (for a tool-call grammar, its
+        # single bare calls; for `either`, the union): servers that take schemas rather than
+        # grammars are sent this.
         self.schema = schema
         # The reasoning span this grammar opens with (`after_reasoning`), whose token budget a
         # local runtime keeps.
@@ -118,7 +119,22 @@ def either(*grammars: Grammar) -> Grammar:
         dropped=tuple(d for g in grammars for d in g.dropped),
         ignored=tuple(i for g in grammars for i in g.ignored),
         source="either(" + ", ".join(g.source or "grammar" for g in grammars) + ")",
+        schema=_either_schema(grammars),
     )
+
+
+def _either_schema(grammars: tuple[Grammar, ...]) -> dict[str, Any] | None:
+    """The `anyOf` of the grammars' schemas, where every one has a schema that can be moved."""
+    from ._schema_union import moved
+
+    defs: dict[str, Any] = {}
+    branches = []
+    for i, g in enumerate(grammars):
+        branch = None if g.schema is None else moved(g.schema, f"/anyOf/{i}", f"g{i}-", defs)
+        if branch is None:
+            return None
+        branches.append(branch)
+    return {"anyOf": branches, **({"$defs": defs} if defs else {})}
 
 
 def merge_rules(*groups: tuple[str, dict[str, Node]]) -> dict[str, Node]:

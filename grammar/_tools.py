@@ -27,6 +27,7 @@ from typing import Any, Collection, Literal, Sequence
 from ._errors import CompileError
 from ._grammar import Dropped, Grammar, Ignored, merge_rules
 from ._jsonschema import PYTHON_COMMA, from_json_schema, keyword_arguments
+from ._schema_union import moved
 from ._ir import ANY_CHAR, Node, alt, char_set, chars, lit, negate, opt, ref, repeat, seq, star
 from ._timing import logged_compile, tool_set_size
 
@@ -241,7 +242,29 @@ def tool_calls(
     if preamble:
         rules.update(_preamble_rules(call, chosen, max_calls, may_end=False))
         rules["root"] = alt(rules["root"], ref("preamble"))
-    return Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls")
+    schema = calls_schema(tools) if "json" in chosen else None
+    return Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls", schema=schema)
+
+
+def calls_schema(tools: Sequence[ToolSchema]) -> dict[str, Any] | None:
+    """One bare JSON call of any of `tools`, `{"name": <its name>, "arguments": <its arguments>}`,
+    as a JSON Schema: the part of a json-envelope `tool_calls` grammar a server that takes only
+    schemas can hold. It states no preamble, no tag or fence, one call a turn, and blanks as the
+    server writes them. None where an argument schema cannot be moved into the union (an `$id`,
+    an anchor, a remote reference)."""
+    defs: dict[str, Any] = {}
+    branches = []
+    for i, tool in enumerate(tools):
+        arguments_schema = moved(_object_schema(tool.schema), f"/anyOf/{i}/properties/arguments", f"t{i}-", defs)
+        if arguments_schema is None:
+            return None
+        branches.append({
+            "type": "object",
+            "properties": {"name": {"const": tool.name}, "arguments": arguments_schema},
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        })
+    return {"anyOf": branches, **({"$defs": defs} if defs else {})}
 
 
 def _text_not_starting_with(openings: Sequence[str]) -> dict[str, Node]:

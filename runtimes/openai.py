@@ -1,11 +1,12 @@
 """Any OpenAI-compatible server over HTTP (llama.cpp's server, vLLM, SGLang, `mlc_llm serve`).
 
-The grammar travels in the form the server takes (`dialect`): GBNF text in a `grammar` field
-(llama.cpp) or a JSON schema in `response_format` (vLLM, SGLang, MLC). Whatever comes back is
-checked against the grammar here, so a server that ignored it is reported, never trusted.
-Connections are pooled; connection errors, 5xx and 429 are retried with exponential backoff;
-a 4xx is not. A stream that ends before the server says why it finished is an error, never a
-half document passed on as whole.
+The grammar travels in the form the server takes, named by the server (`dialect`): GBNF text in
+llama.cpp's `grammar` field, in vLLM's `structured_outputs.grammar` or in SGLang's `ebnf`; or, for
+any server that takes only schemas, the grammar's JSON Schema in `response_format`. Whatever
+comes back is checked here in the way that fits the dialect (`_answer_check`), so a server that
+ignored the grammar is reported, never trusted. Connections are pooled; connection errors, 5xx
+and 429 are retried with exponential backoff; a 4xx is not. A stream that ends before the server
+says why it finished is an error, never a half document passed on as whole.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Literal
 
 import httpx
 
-from grammar import Grammar, LimitError
+from grammar import Grammar
 
 from ._chat import with_tool_instructions
 from ._errors import (
@@ -32,10 +33,13 @@ from ._errors import (
 )
 from ._protocol import FinishReason, Generation, Request, Runtime, TextStream, ToolCallEnvelope, Usage
 from ._answer import read_chunk, read_completion
+from ._answer_check import verdict
 from ._retry import with_retries
 from ._sse import sse_data
 
-Dialect = Literal["gbnf", "json_schema"]
+Dialect = Literal["llama.cpp", "vllm", "sglang", "json_schema", "gbnf"]
+DIALECTS = ("llama.cpp", "vllm", "sglang", "json_schema")
+DIALECT_ALIASES = {"gbnf": "llama.cpp"}  # the name llama.cpp's dialect had first
 
 MAX_RESPONSE_BYTES = 16 * 2**20
 ERROR_BODY_SHOWN = 64 * 2**10  # of an error status's body, what is read and kept
@@ -46,8 +50,9 @@ def source_schema(g: Grammar) -> dict[str, Any] | bool:
     schema = getattr(g, "schema", None)
     if schema is None:
         raise RuntimeFailure(
-            f"{g!r} was not built from a JSON Schema, so the json_schema dialect cannot send it; "
-            "build it with grammar.from_json_schema, or use dialect='gbnf' with a server that takes GBNF"
+            f"{g!r} was not built from a JSON Schema, so the json_schema dialect cannot send it "
+            "(free text, a preamble before calls, a reasoning span, a regex or GBNF have none); build it "
+            "with grammar.from_json_schema, or use a dialect that sends GBNF: 'vllm', 'sglang', 'llama.cpp'"
         )
     return schema
 
@@ -67,7 +72,7 @@ class OpenAICompatible(Runtime):
         base_url: str,
         *,
         model: str,
-        dialect: Dialect = "gbnf",
+        dialect: Dialect = "llama.cpp",
         api_key: str | None = None,
         timeout: float = 60.0,
         max_retries: int = 3,
@@ -76,8 +81,9 @@ class OpenAICompatible(Runtime):
         tool_call_envelope: ToolCallEnvelope = "json",
         max_response_bytes: int = MAX_RESPONSE_BYTES,
     ):
-        if dialect not in ("gbnf", "json_schema"):
-            raise ValueError(f"dialect must be 'gbnf' or 'json_schema', not {dialect!r}")
+        dialect = DIALECT_ALIASES.get(dialect, dialect)  # type: ignore[assignment]
+        if dialect not in DIALECTS:
+            raise ValueError(f"dialect must be one of {', '.join(map(repr, DIALECTS))} (or 'gbnf'), not {dialect!r}")
         root = base_url.rstrip("/")
         self.base_url = root if root.endswith("/v1") else root + "/v1"
         self.model = model
@@ -167,13 +173,7 @@ class OpenAICompatible(Runtime):
                     f"{self.name}: a reasoning span's token budget (max_tokens={span.max_tokens}) is kept by the "
                     "decoder, and a server decodes on its own; use a ReasoningSpan without max_tokens here"
                 )
-            if self.dialect == "gbnf":
-                body["grammar"] = request.grammar.to_gbnf()
-            else:
-                body["response_format"] = {
-                    "type": "json_schema",
-                    "json_schema": {"name": "output", "schema": source_schema(request.grammar), "strict": True},
-                }
+            body.update(self._grammar_fields(request.grammar))
         if isinstance(request.messages, str):
             body["prompt"] = request.messages
             return "/completions", body
@@ -182,6 +182,20 @@ class OpenAICompatible(Runtime):
             messages = with_tool_instructions(messages, request.tools, self.tool_call_envelope)
         body["messages"] = messages
         return "/chat/completions", body
+
+    def _grammar_fields(self, g: Grammar) -> dict[str, Any]:
+        """The request fields that carry the grammar to this dialect's server."""
+        if self.dialect == "json_schema":
+            return {"response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": source_schema(g), "strict": True},
+            }}
+        gbnf = g.to_gbnf()
+        if self.dialect == "vllm":  # vLLM >= 0.10's StructuredOutputsParams; its xgrammar backend reads GBNF
+            return {"structured_outputs": {"grammar": gbnf}}
+        if self.dialect == "sglang":  # SGLang's ChatCompletionRequest/CompletionRequest `ebnf`
+            return {"ebnf": gbnf}
+        return {"grammar": gbnf}
 
     async def _generate_once(self, request: Request, path: str, body: dict[str, Any]) -> Generation:
         """One attempt, bounded as a whole by `timeout`: sending, reading, parsing and checking."""
@@ -200,7 +214,7 @@ class OpenAICompatible(Runtime):
 
     def _finish_completion(self, request: Request, data: bytes) -> Generation:
         answer = read_completion(self._json(data, "the answer"), source=self.name)
-        return _checked(request, answer.text, answer.finish_reason, answer.usage or Usage(0, 0))
+        return self._checked(request, answer.text, answer.finish_reason, answer.usage or Usage(0, 0))
 
     async def _stream_once(self, request: Request, path: str, body: dict[str, Any],
                            emit: Callable[[str], None]) -> Generation:
@@ -228,12 +242,33 @@ class OpenAICompatible(Runtime):
                     )
                 if usage is None:  # the server did not report usage: one streamed piece is one token
                     usage = Usage(0, len(pieces))
-                return await asyncio.to_thread(_checked, request, text, finish, usage)
+                return await asyncio.to_thread(self._checked, request, text, finish, usage)
         except (TimeoutError, httpx.TimeoutException) as exc:
             raise GenerationTimeout(f"{self.name}: the stream did not finish within {self.timeout} s") from exc
         except httpx.TransportError as exc:
             raise StreamInterrupted(f"{self.name}: the stream broke: {type(exc).__name__}: {exc}",
                                     text="".join(pieces)) from exc
+
+    def _checked(self, request: Request, text: str, server_finish: str | None, usage: Usage) -> Generation:
+        """The generation as the server reported it, held to the grammar in the way that fits
+        the dialect: a whole answer is `grammar_complete`; one cut at `max_tokens` is `length`
+        only if the grammar can continue it; anything else is `GrammarIgnored`."""
+        finish = _finish(server_finish)
+        g = request.grammar
+        if g is None:
+            return Generation(text, finish, usage)
+        schema = source_schema(g) if self.dialect == "json_schema" else None
+        found = verdict(g, text, schema=schema)
+        if found == "whole":
+            return Generation(text, "grammar_complete", usage)
+        if found == "prefix" and finish == "length":
+            return Generation(text, "length", usage)  # cut by the budget: the caller decides
+        held = "the schema sent" if schema is not None else f"the grammar sent ({self.dialect} dialect)"
+        how = "cut at max_tokens, it is no prefix of" if finish == "length" else "it is no sentence of"
+        raise GrammarIgnored(
+            f"{self.name} did not hold its answer to {held}: {how} {g!r}: {json.dumps(text)[:300]}",
+            text=text,
+        )
 
     # --- reading answers, bounded -----------------------------------------------------------------
 
@@ -309,21 +344,5 @@ def _retryable(exc: Exception) -> bool:
     return isinstance(exc, ConnectionFailure)
 
 
-def _checked(request: Request, text: str, server_finish: str | None, usage: Usage) -> Generation:
-    """The generation as the server reported it, with the grammar enforced on whole answers."""
-    finish: FinishReason = "length" if server_finish == "length" else "stop"
-    if request.grammar is None:
-        return Generation(text, finish, usage)
-    try:
-        accepted = request.grammar.accepts(text)
-    except LimitError as exc:
-        raise RuntimeFailure(f"the answer could not be checked against {request.grammar!r}: {exc}") from exc
-    if accepted:
-        return Generation(text, "grammar_complete", usage)
-    if finish == "length":
-        return Generation(text, "length", usage)  # cut by the budget: the caller decides
-    raise GrammarIgnored(
-        f"the server's answer is not a sentence of the requested grammar {request.grammar!r}: "
-        f"{json.dumps(text)[:300]}",
-        text=text,
-    )
+def _finish(server_finish: str | None) -> FinishReason:
+    return "length" if server_finish == "length" else "stop"

@@ -274,3 +274,112 @@ async def test_json_schema_dialect_sends_the_source_schema(serve):
     sent = server.bodies[0]["response_format"]
     assert sent["type"] == "json_schema" and sent["json_schema"]["schema"] == schema and sent["json_schema"]["strict"]
     assert "grammar" not in server.bodies[0]
+
+
+# --- dialects: the grammar in the field each server reads, the check that fits it -----------
+
+
+GRAMMAR_FIELDS = {"grammar", "structured_outputs", "ebnf", "response_format"}
+
+
+@pytest.mark.parametrize(
+    "dialect, key, field",
+    [("llama.cpp", "grammar", lambda b: b["grammar"]), ("gbnf", "grammar", lambda b: b["grammar"]),
+     ("vllm", "structured_outputs", lambda b: b["structured_outputs"]["grammar"]),
+     ("sglang", "ebnf", lambda b: b["ebnf"])],
+)
+async def test_each_grammar_dialect_sends_gbnf_where_its_server_reads_it(serve, dialect, key, field):
+    server = serve(lambda h, body, hit: reply(h, 200, completion('{"n":42}')))
+    async with runtime(server.url, dialect=dialect) as rt:
+        gen = await rt.generate(CHAT, grammar=COUNT)
+    assert gen.finish_reason == "grammar_complete" and field(server.bodies[0]) == COUNT.to_gbnf()
+    assert GRAMMAR_FIELDS & set(server.bodies[0]) == {key}
+
+
+def test_gbnf_is_the_old_name_of_the_llama_cpp_dialect_and_others_are_refused():
+    assert OpenAICompatible("http://127.0.0.1:1", model="m", dialect="gbnf").dialect == "llama.cpp"
+    assert OpenAICompatible("http://127.0.0.1:1", model="m").dialect == "llama.cpp"
+    with pytest.raises(ValueError, match="'vllm'"):
+        OpenAICompatible("http://127.0.0.1:1", model="m", dialect="guided")
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_an_answer_cut_where_the_grammar_cannot_go_is_ignored_not_length(serve, streamed):
+    behaviour = (stream_events([chunk("Sure! The"), chunk(None, "length"), b"data: [DONE]\n\n"]) if streamed
+                 else lambda h, body, hit: reply(h, 200, completion("Sure! The", "length")))
+    server = serve(behaviour)
+    async with runtime(server.url, dialect="vllm") as rt:
+        with pytest.raises(GrammarIgnored, match="cut at max_tokens") as caught:
+            if streamed:
+                [piece async for piece in rt.stream(CHAT, grammar=COUNT, max_tokens=3)]
+            else:
+                await rt.generate(CHAT, grammar=COUNT, max_tokens=3)
+    assert caught.value.text == "Sure! The"
+
+
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+          "required": ["name", "age"], "additionalProperties": False}
+
+
+@pytest.mark.parametrize(
+    "text, finish, outcome",
+    [
+        ('{\n  "name": "Ann Smith",\n  "age": 31\n}', "stop", "grammar_complete"),
+        ('{"age": 31, "name": "Ann"}', "stop", "grammar_complete"),  # valid: the schema fixes no order
+        ('{\n  "name": "Ann   Smith",\n  "ag', "length", "length"),
+        ('{"name": "Ann", "age": "31"}', "stop", GrammarIgnored),
+        ("Ann is 31.", "stop", GrammarIgnored),
+        ("Ann is", "length", GrammarIgnored),
+        ('{"name": "Ann", "age": 3 1', "length", GrammarIgnored),  # "3 1" is no JSON number
+    ],
+)
+async def test_the_json_schema_dialect_checks_by_the_schema_with_the_servers_blanks(serve, text, finish, outcome):
+    server = serve(lambda h, body, hit: reply(h, 200, completion(text, finish)))
+    async with runtime(server.url, dialect="json_schema") as rt:
+        if isinstance(outcome, str):
+            gen = await rt.generate(CHAT, grammar=grammar.from_json_schema(PERSON), max_tokens=30)
+            assert gen.finish_reason == outcome and gen.text == text
+        else:
+            with pytest.raises(outcome):
+                await rt.generate(CHAT, grammar=grammar.from_json_schema(PERSON), max_tokens=30)
+
+
+async def test_an_agent_with_tools_works_in_the_json_schema_dialect(serve):
+    from pydantic import BaseModel
+
+    from agentkit import Agent, tool
+
+    class Total(BaseModel):
+        total: int
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    answers = ['{\n  "name": "add",\n  "arguments": {"a": 2, "b": 3}\n}', '{\n  "total": 5\n}']
+    server = serve(lambda h, body, hit: reply(h, 200, completion(answers[hit - 1])))
+    async with runtime(server.url, dialect="json_schema") as rt:
+        result = await Agent([add], runtime=rt, output_type=Total, tool_choice="required").run("2 plus 3?")
+    assert result.output == Total(total=5)
+    assert [m["content"] for m in result.messages if m["role"] == "tool"] == ["5"]
+    first = server.bodies[0]["response_format"]["json_schema"]["schema"]
+    call = first["anyOf"][0]
+    assert call["properties"]["name"] == {"const": "add"} and call["required"] == ["name", "arguments"]
+    second = server.bodies[1]["response_format"]["json_schema"]["schema"]
+    assert len(second["anyOf"]) == 2  # a call, or the typed answer
+
+
+async def test_a_turn_that_may_be_free_text_is_refused_in_the_json_schema_dialect(serve):
+    from agentkit import Agent, ModelRequestFailed, tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    server = serve(lambda h, body, hit: reply(h, 200, completion("5")))
+    async with runtime(server.url, dialect="json_schema") as rt:
+        with pytest.raises(ModelRequestFailed, match="not built from a JSON Schema") as caught:
+            await Agent([add], runtime=rt).run("2 plus 3?")
+    assert caught.value.messages and not server.bodies  # refused before sending
