@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ._ir import ANY_CHAR, Node, alt, char_set, chars, lit, opt, plus, repeat, seq, star
+from ._json_lang import DFA, from_node
 
 _D4 = {"date-time", "email", "hostname", "idn-email", "ipv4", "ipv6", "regex", "uri"}
 _D6 = _D4 | {"json-pointer", "uri-reference", "uri-template"}
@@ -215,3 +216,9 @@ def is_checked(name: str, root_dialect: str) -> bool:
 def format_language(name: str) -> Node:
     """Decoded strings the grammar allows for a checked format `name`."""
     return _LANGUAGES[name]
+
+
+@lru_cache(maxsize=None)
+def format_automaton(name: str) -> DFA:
+    """The automaton of `format_language(name)`, built once per process."""
+    return from_node(_LANGUAGES[name])

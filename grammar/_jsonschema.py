@@ -53,9 +53,11 @@ from ._ir import (
     seq,
     walk,
 )
-from ._json_formats import format_language, is_checked
+from ._json_formats import format_automaton, format_language, is_checked
+from ._json_lengths import node_lengths as _node_lengths
+from ._json_lengths import within
 from ._json_numbers import ANY_NUMBER, Bound, contains_number, number_texts, tighter_lower, tighter_upper
-from ._json_refs import DRAFT4, DRAFT2020, LEGACY, Document, Place
+from ._json_refs import DRAFT4, DRAFT2020, LEGACY, Document, Place, escape_token
 from ._json_strings import ANY_STRING, encode, excluding, excluding_text, quoted, string_text
 from ._timing import logged_compile, schema_size
 
@@ -70,10 +72,12 @@ MAX_UNCOUNTED_EXTRAS = 16  # members a lenient grammar asks for where minPropert
 MAX_NEGATION_DEPTH = 6
 MAX_NEGATED_ONE_OF = 8  # its negation names every pair of branches
 MAX_VALUE_DEPTH = 64  # nesting of a const/enum value
+MAX_EXCLUDED_NUMBERS = 1_000  # numbers a `not` (of an enum, a const) may leave out of a range
 _POSITIONS_PER_RULE = 32  # array positions (prefixItems) lowered into one rule
 PYTHON_COMMA = seq(lit(","), opt(lit(" ")))  # between keyword arguments, or calls, as Python is written
 LENGTH_CAP = 512  # longest string an automaton-built string language allows
 SMALL_LENGTH = 64  # up to this maxLength, patterns and lengths are intersected exactly
+EXACT_LENGTH_STATES = 4_000  # product states past which a length is spread over a language's parts
 _ANY_DECODED = repeat(ANY_CHAR, 0, None)
 
 KINDS = ("null", "boolean", "int", "frac", "string", "array", "object")
@@ -203,7 +207,36 @@ def _compiler_for(schema, lenient: bool, whitespace: int | None) -> _Compiler:
         raise CompileError("a schema must be an object or a boolean", pointer="")
     if whitespace is not None and (not isinstance(whitespace, int) or whitespace < 0):
         raise CompileError("whitespace must be a non-negative integer or None", keyword="whitespace")
+    _check_integers(schema)
     return _Compiler(schema, lenient=lenient, whitespace=whitespace or 0)
+
+
+MAX_INTEGER_DIGITS = 4_000
+"""Digits an integer in a schema may have: Python prints no integer past 4,300 of them."""
+
+
+def _check_integers(schema) -> None:
+    """Refuse a schema holding an integer too long to print (a bound or a value), naming where
+    it stands. A loop, not a recursion, over the whole document: schemas nest deep."""
+    largest = 10**MAX_INTEGER_DIGITS
+    steps: list[tuple[int, str | int]] = [(-1, "")]  # (parent step, key): each container's place
+    todo: list[tuple[object, int]] = [(schema, 0)]
+    while todo:
+        value, at = todo.pop()
+        if isinstance(value, (dict, list)):
+            for k, v in value.items() if isinstance(value, dict) else enumerate(value):
+                if isinstance(v, (dict, list, int)):
+                    steps.append((at, k))
+                    todo.append((v, len(steps) - 1))
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= largest:
+            path: list[str | int] = []
+            while at > 0:
+                at, key = steps[at]
+                path.append(key)
+            path.reverse()
+            keyword = next((t for t in reversed(path) if isinstance(t, str)), None)
+            raise LimitError(f"an integer of more than {MAX_INTEGER_DIGITS} digits",
+                             keyword=keyword, pointer="".join("/" + escape_token(t) for t in path))
 
 
 # --- merged constraints ---------------------------------------------------------------------------
@@ -356,32 +389,6 @@ def _json_depth(value) -> int | None:
             return deepest
         todo.extend((c, depth + 1) for c in children)
     return deepest
-
-
-def _node_lengths(node: Node) -> tuple[int, int | None]:
-    """Shortest and longest match of a reference-free node, in code points."""
-    if isinstance(node, Lit):
-        return len(node.text), len(node.text)
-    if isinstance(node, Chars):
-        return 1, 1
-    if isinstance(node, Seq):
-        lo, hi = 0, 0
-        for item in node.items:
-            a, b = _node_lengths(item)
-            lo += a
-            hi = None if hi is None or b is None else hi + b
-        return lo, hi
-    if isinstance(node, Alt):
-        if not node.items:
-            return 0, 0
-        spans = [_node_lengths(i) for i in node.items]
-        his = [b for _, b in spans]
-        return min(a for a, _ in spans), None if None in his else max(his)
-    if isinstance(node, Repeat):
-        a, b = _node_lengths(node.item)
-        hi = None if node.max is None or b is None else b * node.max
-        return a * node.min, hi
-    raise LimitError("string language refers to a rule")
 
 
 def _leaf_key(place: Place) -> tuple | None:
@@ -1399,7 +1406,7 @@ class _Compiler:
             if any(re.search(p, value) for p, _ in f.not_patterns):
                 return False
             for name, _ in f.formats:
-                if not lang.from_node(format_language(name)).matches(value):
+                if not format_automaton(name).matches(value):
                     return None
             return True
         if kind in ("int", "frac"):
@@ -1519,12 +1526,20 @@ class _Compiler:
             modulus = modulus * m // math.gcd(modulus, m)
         # Excluded values cut the range into pieces with exclusive ends.
         cuts = sorted({Fraction(v) for v in f.not_values if _kind_of(v) in ("int", "frac")})
+        if len(cuts) > MAX_EXCLUDED_NUMBERS:  # each piece costs rules and memory of its own
+            raise LimitError(f"{len(cuts)} excluded numbers cut the range into more than {MAX_EXCLUDED_NUMBERS + 1} "
+                             "pieces", keyword="not", pointer=f.pointer)
         # Every integer property with the same bounds has the same texts: built once.
         key = (repr(f.lo), repr(f.hi), modulus, tuple(cuts), "int" in f.kinds, "frac" in f.kinds and not f.multiples,
                f.nonintegral)
         found = self._numbers.get(key)
         if found is None:
-            found = self._numbers[key] = self._number_pieces(f, modulus, cuts)
+            try:
+                found = self._numbers[key] = self._number_pieces(f, modulus, cuts)
+            except LimitError as e:  # the number lowering knows no places: name this one
+                if e.pointer is not None:
+                    raise
+                raise LimitError(e.reason, keyword=e.keyword, pointer=f.pointer) from None
         return found
 
     def _number_pieces(self, f: Facets, modulus: int, cuts: list[Fraction]) -> Node:
@@ -1612,12 +1627,15 @@ class _Compiler:
             lo, hi = _node_lengths(node)
             if lo >= f.min_len and (f.max_len is None or (hi is not None and hi <= f.max_len)):
                 return node
-            if lo >= f.min_len and f.max_len is not None and f.max_len > SMALL_LENGTH:
-                # A long bound: cap the open repeats instead of multiplying automata. The
-                # capped language is inside pattern-and-length (sound), if a little smaller.
-                capped = _capped(node, f.max_len)
-                if capped is not None:
-                    return capped
+            if (hi is not None and hi < f.min_len) or (f.max_len is not None and lo > f.max_len):
+                return NOTHING
+            bound = max(f.min_len, f.max_len or 0)
+            if bound > SMALL_LENGTH or (f.formats and format_automaton(f.formats[0][0]).size * (bound + 1) > EXACT_LENGTH_STATES):
+                # A long bound, or a large format: the length spread over the language's parts
+                # instead of multiplying automata. Inside language-and-length (sound), if smaller.
+                fitted = within(node, f.min_len, f.max_len)
+                if fitted is not None:
+                    return fitted
         return lang.to_node(self.string_dfa(f), self.rule, self.name("str"))
 
     def string_dfa(self, f: Facets) -> lang.DFA:
@@ -1631,7 +1649,7 @@ class _Compiler:
             if node is not None:
                 dfa = lang.intersect(dfa, lang.from_node(node))
         for name, _ in f.formats:
-            dfa = lang.intersect(dfa, lang.from_node(format_language(name)))
+            dfa = lang.intersect(dfa, format_automaton(name))
         for pattern, pointer in f.not_patterns:
             node = self.regex(pattern, pointer)
             if node is None:
@@ -1993,47 +2011,6 @@ def _size(node: Node) -> int:
         if count > 1000:
             break
     return count
-
-
-def _capped(node: Node, budget: int) -> Node | None:
-    """A sub-language of `node` whose strings are at most `budget` long, made by bounding its
-    unbounded repeats (each gets an equal share of the slack); None if that can't be done."""
-    opened: list[Repeat] = [n for n in walk(node) if isinstance(n, Repeat) and n.max is None]
-    for n in opened:
-        if _node_lengths(n.item)[1] is None:
-            return None
-
-    def at_least(n: Node) -> Node:
-        if isinstance(n, Repeat):
-            return repeat(at_least(n.item), n.min, n.min if n.max is None else n.max)
-        if isinstance(n, Seq):
-            return seq(*(at_least(i) for i in n.items))
-        if isinstance(n, Alt):
-            return alt(*(at_least(i) for i in n.items))
-        return n
-
-    base = _node_lengths(at_least(node))[1]
-    if base is None or base > budget:
-        return None
-    slack = budget - base
-    shares: dict[int, int] = {}
-    for n in opened:
-        width = max(_node_lengths(n.item)[1], 1)
-        shares[id(n)] = slack // (len(opened) * width)
-
-    def cap(n: Node) -> Node:
-        if isinstance(n, Repeat):
-            top = n.min + shares[id(n)] if n.max is None else n.max
-            return repeat(cap(n.item), n.min, top)
-        if isinstance(n, Seq):
-            return seq(*(cap(i) for i in n.items))
-        if isinstance(n, Alt):
-            return alt(*(cap(i) for i in n.items))
-        return n
-
-    out = cap(node)
-    hi = _node_lengths(out)[1]
-    return out if hi is not None and hi <= budget else None
 
 
 def _all(verdicts) -> bool | None:

@@ -157,3 +157,111 @@ def test_deep_ir_keeps_its_language(case):
         assert g.accepts("b") and g.accepts("a") and not g.accepts("ab")
     if case == "IR rule chain":
         assert g.accepts("a" * 10_000 + "b") and not g.accepts("a" * 9_999 + "b")
+
+
+# --- the class: random hostile schemas ---------------------------------------------------------
+
+
+HOSTILE_NUMBERS = [
+    0, -0.0, 1, -1, 0.1, 1e-300, -1e-300, 5e-324, -5e-324, 1e16, 2**53, 2**53 + 1, 1e200, 1e308, -1e308,
+    BIG, -BIG, 10**20 + 1, 10**300, -(10**300), 123456789.123456789, 1.0000000000000002, 0.30000000000000004,
+]
+HOSTILE_COUNTS = [0, 1, 2, 3, 17, 10**5, 10**5 + 1, 10**9, 2**31, 2**63]
+MEMORY_LIMIT = 400 * 2**20  # bytes Python may hold at once while one schema compiles
+
+
+def _numbers() -> st.SearchStrategy[dict]:
+    bound = st.sampled_from(HOSTILE_NUMBERS)
+    return st.fixed_dictionaries(
+        {"type": st.sampled_from(["number", "integer"])},
+        optional={
+            "minimum": bound, "maximum": bound, "exclusiveMinimum": bound, "exclusiveMaximum": bound,
+            "multipleOf": st.sampled_from([1e-300, 0.1, 2.5, 1, 3, 10**4, 10**9, 10**300, 5e-324]),
+        },
+    )
+
+
+def _strings() -> st.SearchStrategy[dict]:
+    count = st.sampled_from(HOSTILE_COUNTS)
+    return st.fixed_dictionaries(
+        {"type": st.just("string")},
+        optional={"minLength": count, "maxLength": count, "pattern": st.sampled_from(["^a+$", "^(ab|c){2,5}$", "x"])},
+    )
+
+
+def _enums() -> st.SearchStrategy[dict]:
+    return st.sampled_from([
+        {"enum": list(range(5_000))},
+        {"enum": [f"v{i}" for i in range(5_000)]},
+        {"enum": [1e308, -1e308, 5e-324, 10**300]},
+        {"const": 10**300},
+        {"const": {"a": [1e308, {"b": []}]}},
+    ])
+
+
+def _compound(inner: st.SearchStrategy[dict]) -> st.SearchStrategy[dict]:
+    count = st.sampled_from(HOSTILE_COUNTS)
+    many = st.sampled_from([0, 1, 5, 300, 2_500])
+    return st.one_of(
+        st.builds(lambda item, lo, hi: {"type": "array", "items": item, "minItems": lo, "maxItems": hi}, inner, count, count),
+        st.builds(lambda item, lo: {"type": "array", "items": item, "minItems": lo}, inner, count),
+        st.builds(
+            lambda item, n, lo, extra: {
+                "type": "object", "properties": {f"p{i}": item for i in range(n)}, "minProperties": lo,
+                "additionalProperties": extra,
+            },
+            inner, many, count, st.sampled_from([True, False]),
+        ),
+        st.builds(lambda item, hi: {"type": "object", "additionalProperties": item, "maxProperties": hi}, inner, count),
+        st.builds(lambda a, b: {"anyOf": [a, b]}, inner, inner),
+        st.builds(lambda a, b: {"allOf": [a, b]}, inner, inner),
+        st.builds(lambda a: {"not": a}, inner),
+        st.builds(lambda a, d: _nested(d, lambda s: {"items": s}, a), inner, st.sampled_from([50, 150, 400])),
+    )
+
+
+HOSTILE_SCHEMAS = st.recursive(st.one_of(_numbers(), _strings(), _enums()), _compound, max_leaves=4)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(schema=HOSTILE_SCHEMAS, lenient=st.booleans())
+def test_hostile_schemas_give_a_grammar_or_a_typed_error_in_bounded_memory(schema, lenient):
+    tracemalloc.start()
+    try:
+        typed_or_compiled(lambda: grammar.from_json_schema(schema, lenient=lenient))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < MEMORY_LIMIT, (peak, json.dumps(schema, default=str)[:300])
+
+
+# --- numbers too long to print, and too many to leave out -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "schema, keyword, pointer",
+    [
+        ({"type": "integer", "minimum": 10**5000}, "minimum", "/minimum"),
+        ({"properties": {"a/b": {"type": "number", "maximum": -(10**5000)}}}, "maximum", "/properties/a~1b/maximum"),
+        ({"enum": [1, [10**5000]]}, "enum", "/enum/1/0"),
+        ({"type": "integer", "multipleOf": 10**5000}, "multipleOf", "/multipleOf"),
+    ],
+)
+def test_an_integer_past_pythons_digit_limit_is_a_limit_error_at_its_place(schema, keyword, pointer):
+    with pytest.raises(LimitError) as info:
+        grammar.from_json_schema(schema)
+    assert (info.value.keyword, info.value.pointer) == (keyword, pointer)
+
+
+def test_a_bound_past_the_digits_counted_names_its_place():
+    with pytest.raises(LimitError, match="400 digits") as info:
+        grammar.from_json_schema({"properties": {"n": {"type": "integer", "minimum": 10**500}}})
+    assert info.value.pointer == "/properties/n"
+
+
+def test_too_many_excluded_numbers_are_a_limit_error():
+    g = grammar.from_json_schema({"type": "integer", "not": {"enum": list(range(0, 2000, 2))}})
+    assert g.accepts("1") and g.accepts("1999") and not g.accepts("1998") and g.accepts("2000")
+    with pytest.raises(LimitError) as info:
+        grammar.from_json_schema({"properties": {"x": {"not": {"enum": list(range(5_000))}}}})
+    assert (info.value.keyword, info.value.pointer) == ("not", "/properties/x")

@@ -1,0 +1,156 @@
+"""Formats with length bounds: every checked format with a `minLength` or `maxLength` compiles
+within the usual limits (the bound spread over the format's parts, not multiplied into its
+automaton), random walks of the matcher finish documents the validator accepts, and no text
+outside the bounds or the format is accepted."""
+
+from __future__ import annotations
+
+import json
+import random
+from functools import lru_cache
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+import grammar
+from grammar import CompileError, Vocabulary
+from grammar._json_formats import CHECKED, format_language
+from grammar._json_lengths import node_lengths
+
+EOS = 0
+FORMATS = sorted(CHECKED["draft2020-12"])
+BOUNDS = [1, 60, 255, 2083, 100_000]
+# Every byte alone (a walk can spell anything) and long runs, so a walk can reach 100,000
+# characters in a few thousand tokens.
+VOCAB = Vocabulary.from_tokens(
+    [b""] + [bytes([b]) for b in range(1, 256)]
+    + [b"a" * 64, b"1" * 64, b"a" * 8, b"1" * 8, b"ab.", b"http://", b"example.com", b'"'],
+    eos_ids=[EOS],
+)
+WALKS = 2
+RANDOM_STEPS = 30
+STEERING = 4_000
+LONGEST_WALK = 10_000  # minLength past which a walk is not tried
+
+
+def _schema(name: str, keyword: str, bound: int) -> dict:
+    return {"type": "string", "format": name, keyword: bound}
+
+
+def _valid(schema: dict, value: object) -> bool:
+    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER).is_valid(value)
+
+
+def _walk(compiled: grammar.CompiledGrammar, rng: random.Random) -> str:
+    """One matcher walk to EOS: a few random tokens, then steered to the shortest completion."""
+    m = grammar.Matcher(compiled)
+    taken: list[int] = []
+    for step in range(RANDOM_STEPS + STEERING):
+        allowed = m.next_token_mask().allowed_ids()
+        assert allowed.size, "dead end: " + m.describe()
+        token = int(allowed[rng.randrange(allowed.size)]) if step < RANDOM_STEPS else m.shortest_completion_token()
+        assert m.accept_token(token)
+        taken.append(token)
+        if m.is_terminated():
+            return VOCAB.decode([t for t in taken if t != EOS]).decode("utf-8")
+    raise AssertionError("the walk did not finish")
+
+
+def _empty(name: str, keyword: str, bound: int) -> bool:
+    """Whether no string of the format meets the bound (so the schema has no string)."""
+    shortest, longest = node_lengths(format_language(name))
+    return shortest > bound if keyword == "maxLength" else longest is not None and longest < bound
+
+
+@pytest.mark.parametrize("keyword", ["minLength", "maxLength"])
+@pytest.mark.parametrize("bound", BOUNDS)
+@pytest.mark.parametrize("name", FORMATS)
+def test_every_format_with_every_length_bound_compiles_and_walks_valid(name, keyword, bound):
+    schema = _schema(name, keyword, bound)
+    if _empty(name, keyword, bound):
+        with pytest.raises(CompileError, match="matches no text"):
+            grammar.compile(grammar.from_json_schema(schema), VOCAB)
+        return
+    compiled = grammar.compile(grammar.from_json_schema(schema), VOCAB)
+    if keyword == "minLength" and bound > LONGEST_WALK:
+        # A walk that long visits more states than the matcher keeps (as for a plain string
+        # of that minLength): check a text at the bound instead.
+        value = _near(name, bound + 16)
+        assert compiled.grammar.accepts(json.dumps(value)) and _valid(schema, value)
+        assert not compiled.grammar.accepts(json.dumps(value[: bound - 1]))
+        return
+    rng = random.Random(f"{name} {keyword} {bound}")
+    for _ in range(WALKS):
+        text = _walk(compiled, rng)
+        value = json.loads(text)
+        assert _valid(schema, value), f"walked {text[:200]!r} under {schema}"
+
+
+@lru_cache(maxsize=None)
+def _grammar(name: str, keyword: str, bound: int) -> grammar.Grammar | None:
+    try:
+        return grammar.from_json_schema(_schema(name, keyword, bound))
+    except CompileError:
+        return None
+
+
+def _near(name: str, length: int) -> str:
+    """A string of (about) `length` characters shaped like the format, valid or not."""
+    k = max(length, 0)
+    run = "a" * k
+    shapes = {
+        "email": "x@" + run[2:],
+        "idn-email": "x@" + run[2:],
+        "hostname": ".".join(run[i : i + 30] for i in range(0, k, 31)) or "a",
+        "idn-hostname": ".".join(run[i : i + 30] for i in range(0, k, 31)) or "a",
+        "json-pointer": "/" + run[1:],
+        "relative-json-pointer": "0/" + run[2:],
+        "time": "12:00:00." + "1" * max(k - 10, 1) + "Z",
+        "date-time": "2024-02-29T12:00:00." + "1" * max(k - 21, 1) + "Z",
+        "duration": "P" + "1" * max(k - 2, 1) + "D",
+        "date": "2024-02-29",
+        "uuid": "123e4567-e89b-12d3-a456-426614174000",
+        "ipv4": "192.168.100.200",
+        "ipv6": "2001:0db8:85a3:0000:0000:8a2e:0370:7334",
+        "uri-template": "{" + run[2:] + "}",
+        "regex": "^" + run[1:],
+    }
+    return shapes.get(name, "http://x.org/#" + run[14:])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    name=st.sampled_from(FORMATS),
+    keyword=st.sampled_from(["minLength", "maxLength"]),
+    bound=st.sampled_from(BOUNDS[:4]),
+    offset=st.integers(-3, 3),
+    cut=st.integers(0, 8),
+)
+def test_no_text_outside_the_bound_or_the_format_is_accepted(name, keyword, bound, offset, cut):
+    g = _grammar(name, keyword, bound)
+    if g is None:
+        return
+    value = _near(name, bound + offset)
+    for candidate in (value, value[cut:], value[: len(value) - cut]):
+        text = json.dumps(candidate, ensure_ascii=False)
+        if g.accepts(text):
+            assert _valid(_schema(name, keyword, bound), candidate), f"accepted {text[:120]!r}"
+
+
+def test_an_http_url_bound_keeps_everyday_urls():
+    """pydantic's `HttpUrl` schema: the bound is spread over the URL's parts, and a URL with a
+    path, a query with an escape and a fragment still fits; one past the bound does not."""
+    g = grammar.from_json_schema({"type": "string", "format": "uri", "minLength": 1, "maxLength": 2083})
+    for url in ("https://example.com", "https://docs.example.org/products/electronics?id=5&q=a%20b#top",
+                "http://user@host.example:8080/a/b/c.html"):
+        assert g.accepts(json.dumps(url)), url
+    assert not g.accepts(json.dumps("http://x.org/" + "a" * 2071))
+    assert not g.accepts(json.dumps("no scheme"))
+
+
+def test_a_hostname_bound_keeps_a_three_label_name():
+    g = grammar.from_json_schema({"type": "string", "format": "hostname", "maxLength": 60})
+    assert g.accepts('"www.example.com"')
+    assert not g.accepts(json.dumps("a" * 30 + "." + "b" * 30))
