@@ -53,7 +53,9 @@ from ._ir import (
     seq,
     walk,
 )
-from ._json_formats import format_language, is_checked
+from ._json_formats import format_automaton, format_language, is_checked
+from ._json_lengths import node_lengths as _node_lengths
+from ._json_lengths import within
 from ._json_numbers import ANY_NUMBER, Bound, contains_number, number_texts, tighter_lower, tighter_upper
 from ._json_refs import DRAFT4, DRAFT2020, LEGACY, Document, Place, escape_token
 from ._json_strings import ANY_STRING, encode, excluding, excluding_text, quoted, string_text
@@ -75,6 +77,7 @@ _POSITIONS_PER_RULE = 32  # array positions (prefixItems) lowered into one rule
 PYTHON_COMMA = seq(lit(","), opt(lit(" ")))  # between keyword arguments, or calls, as Python is written
 LENGTH_CAP = 512  # longest string an automaton-built string language allows
 SMALL_LENGTH = 64  # up to this maxLength, patterns and lengths are intersected exactly
+EXACT_LENGTH_STATES = 4_000  # product states past which a length is spread over a language's parts
 _ANY_DECODED = repeat(ANY_CHAR, 0, None)
 
 KINDS = ("null", "boolean", "int", "frac", "string", "array", "object")
@@ -386,32 +389,6 @@ def _json_depth(value) -> int | None:
             return deepest
         todo.extend((c, depth + 1) for c in children)
     return deepest
-
-
-def _node_lengths(node: Node) -> tuple[int, int | None]:
-    """Shortest and longest match of a reference-free node, in code points."""
-    if isinstance(node, Lit):
-        return len(node.text), len(node.text)
-    if isinstance(node, Chars):
-        return 1, 1
-    if isinstance(node, Seq):
-        lo, hi = 0, 0
-        for item in node.items:
-            a, b = _node_lengths(item)
-            lo += a
-            hi = None if hi is None or b is None else hi + b
-        return lo, hi
-    if isinstance(node, Alt):
-        if not node.items:
-            return 0, 0
-        spans = [_node_lengths(i) for i in node.items]
-        his = [b for _, b in spans]
-        return min(a for a, _ in spans), None if None in his else max(his)
-    if isinstance(node, Repeat):
-        a, b = _node_lengths(node.item)
-        hi = None if node.max is None or b is None else b * node.max
-        return a * node.min, hi
-    raise LimitError("string language refers to a rule")
 
 
 def _leaf_key(place: Place) -> tuple | None:
@@ -1429,7 +1406,7 @@ class _Compiler:
             if any(re.search(p, value) for p, _ in f.not_patterns):
                 return False
             for name, _ in f.formats:
-                if not lang.from_node(format_language(name)).matches(value):
+                if not format_automaton(name).matches(value):
                     return None
             return True
         if kind in ("int", "frac"):
@@ -1650,12 +1627,15 @@ class _Compiler:
             lo, hi = _node_lengths(node)
             if lo >= f.min_len and (f.max_len is None or (hi is not None and hi <= f.max_len)):
                 return node
-            if lo >= f.min_len and f.max_len is not None and f.max_len > SMALL_LENGTH:
-                # A long bound: cap the open repeats instead of multiplying automata. The
-                # capped language is inside pattern-and-length (sound), if a little smaller.
-                capped = _capped(node, f.max_len)
-                if capped is not None:
-                    return capped
+            if (hi is not None and hi < f.min_len) or (f.max_len is not None and lo > f.max_len):
+                return NOTHING
+            bound = max(f.min_len, f.max_len or 0)
+            if bound > SMALL_LENGTH or (f.formats and format_automaton(f.formats[0][0]).size * (bound + 1) > EXACT_LENGTH_STATES):
+                # A long bound, or a large format: the length spread over the language's parts
+                # instead of multiplying automata. Inside language-and-length (sound), if smaller.
+                fitted = within(node, f.min_len, f.max_len)
+                if fitted is not None:
+                    return fitted
         return lang.to_node(self.string_dfa(f), self.rule, self.name("str"))
 
     def string_dfa(self, f: Facets) -> lang.DFA:
@@ -1669,7 +1649,7 @@ class _Compiler:
             if node is not None:
                 dfa = lang.intersect(dfa, lang.from_node(node))
         for name, _ in f.formats:
-            dfa = lang.intersect(dfa, lang.from_node(format_language(name)))
+            dfa = lang.intersect(dfa, format_automaton(name))
         for pattern, pointer in f.not_patterns:
             node = self.regex(pattern, pointer)
             if node is None:
@@ -2031,47 +2011,6 @@ def _size(node: Node) -> int:
         if count > 1000:
             break
     return count
-
-
-def _capped(node: Node, budget: int) -> Node | None:
-    """A sub-language of `node` whose strings are at most `budget` long, made by bounding its
-    unbounded repeats (each gets an equal share of the slack); None if that can't be done."""
-    opened: list[Repeat] = [n for n in walk(node) if isinstance(n, Repeat) and n.max is None]
-    for n in opened:
-        if _node_lengths(n.item)[1] is None:
-            return None
-
-    def at_least(n: Node) -> Node:
-        if isinstance(n, Repeat):
-            return repeat(at_least(n.item), n.min, n.min if n.max is None else n.max)
-        if isinstance(n, Seq):
-            return seq(*(at_least(i) for i in n.items))
-        if isinstance(n, Alt):
-            return alt(*(at_least(i) for i in n.items))
-        return n
-
-    base = _node_lengths(at_least(node))[1]
-    if base is None or base > budget:
-        return None
-    slack = budget - base
-    shares: dict[int, int] = {}
-    for n in opened:
-        width = max(_node_lengths(n.item)[1], 1)
-        shares[id(n)] = slack // (len(opened) * width)
-
-    def cap(n: Node) -> Node:
-        if isinstance(n, Repeat):
-            top = n.min + shares[id(n)] if n.max is None else n.max
-            return repeat(cap(n.item), n.min, top)
-        if isinstance(n, Seq):
-            return seq(*(cap(i) for i in n.items))
-        if isinstance(n, Alt):
-            return alt(*(cap(i) for i in n.items))
-        return n
-
-    out = cap(node)
-    hi = _node_lengths(out)[1]
-    return out if hi is not None and hi <= budget else None
 
 
 def _all(verdicts) -> bool | None:
