@@ -78,7 +78,9 @@ def test_every_format_with_every_length_bound_compiles_and_walks_valid(name, key
         # A walk that long visits more states than the matcher keeps (as for a plain string
         # of that minLength): check a text at the bound instead.
         value = _near(name, bound + 16)
-        assert compiled.grammar.accepts(json.dumps(value)) and _valid(schema, value)
+        assert compiled.grammar.accepts(json.dumps(value))
+        # The IRI checker takes some 20 s on 100,000 characters; its URI twin checks the same text.
+        assert _valid(_schema(name.replace("iri", "uri"), keyword, bound), value)
         assert not compiled.grammar.accepts(json.dumps(value[: bound - 1]))
         return
     rng = random.Random(f"{name} {keyword} {bound}")
