@@ -150,6 +150,8 @@ ONLY_KINDS = _Internal("kinds")  # value: set of kinds
 NOT_VALUES = _Internal("not-values")  # value: list of JSON values
 NOT_PATTERN = _Internal("not-pattern")  # value: (pattern, pointer)
 NONINTEGRAL = _Internal("nonintegral")  # value: True; numbers only of a value that is no integer
+# value: (n, pointer): more than n members, from `not: {maxProperties: n}` at pointer.
+NOT_MAX_PROPERTIES = _Internal("not-maxProperties")
 # value: (names, patterns): the object has a key that is none of the names and matches none of
 # the patterns (the negation of additionalProperties: false).
 HAS_OTHER_KEY = _Internal("has-other-key")
@@ -290,6 +292,7 @@ class Facets:
     required: list[str] = field(default_factory=list)
     names: list[Place] = field(default_factory=list)
     min_props: int = 0
+    min_props_at: tuple[str, str] | None = None  # the keyword and pointer min_props came from
     max_props: int | None = None
     other_keys: list[tuple[frozenset[str], tuple[str, ...]]] = field(default_factory=list)
     # Numbers only of a value that is no integer (`not: {type: integer}` where 1.0 is one).
@@ -903,6 +906,8 @@ class _Compiler:
                 return None
             kind = {"L": "string", "I": "array", "P": "object"}[keyword[3]]
             word = keyword[3:]
+            if keyword == "maxProperties":  # kept apart: a refusal of the count it gives names it
+                return [{ONLY_KINDS: {kind}, NOT_MAX_PROPERTIES: (value, place.pointer)}]
             if keyword.startswith("min"):
                 if value == 0:
                     return []  # every value satisfies it
@@ -1098,6 +1103,35 @@ class _Compiler:
             out.other_keys.append(value)
         elif keyword is NONINTEGRAL:
             out.nonintegral = True
+        elif keyword is NOT_MAX_PROPERTIES:
+            n, pointer = value
+            self.merge_count(out, "minProperties", n + 1, "maxProperties", pointer)
+
+    def merge_count(self, out: Facets, keyword: str, n: int, source: str, pointer: str) -> None:
+        """A length or count bound (`keyword` n), written as `source` at `pointer` (the schema's
+        own keyword, or `maxProperties` under a `not` for a minimum): errors name the source."""
+        what = keyword if source == keyword else f"not: {{{source}: {n - 1}}}"
+        if n > MAX_REPEAT and keyword.startswith("max"):
+            # Narrowed to the longest the grammar counts: it accepts fewer values than
+            # the schema (none that long will be written), never more.
+            n = MAX_REPEAT
+            out.narrowed = True
+        if n > MAX_REPEAT and keyword == "minProperties":
+            # No key set is that large (see `member_list`): left to the validator, lenient.
+            self.refuse(f"{what} asks for {n} members, above the {MAX_REPEAT} a grammar counts", source, pointer)
+            n = MAX_REPEAT
+        if n > MAX_REPEAT:
+            raise LimitError(f"{keyword} {n} is above the supported {MAX_REPEAT}", keyword=keyword, pointer=pointer)
+        attr = {"minLength": "min_len", "maxLength": "max_len", "minItems": "min_items",
+                "maxItems": "max_items", "minProperties": "min_props", "maxProperties": "max_props"}[keyword]
+        current = getattr(out, attr)
+        if keyword.startswith("min"):
+            if n > current:
+                setattr(out, attr, n)
+                if keyword == "minProperties":
+                    out.min_props_at = (source, pointer)
+        else:
+            setattr(out, attr, n if current is None else min(current, n))
 
     def merge_keyword(self, out: Facets, place: Place, keyword: str, value) -> None:
         pointer = place.pointer
@@ -1114,26 +1148,7 @@ class _Compiler:
                 listed = {json_key(w) for w in values}
                 out.values = [v for v in out.values if json_key(v) in listed]
         elif keyword in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
-            n = _count(value, keyword, pointer)
-            if n > MAX_REPEAT and keyword.startswith("max"):
-                # Narrowed to the longest the grammar counts: it accepts fewer values than
-                # the schema (none that long will be written), never more.
-                n = MAX_REPEAT
-                out.narrowed = True
-            if n > MAX_REPEAT and keyword == "minProperties":
-                # No key set is that large (see `member_list`): left to the validator, lenient.
-                self.refuse(f"minProperties {n} is above the {MAX_REPEAT} members a grammar counts",
-                            keyword, pointer)
-                n = MAX_REPEAT
-            if n > MAX_REPEAT:
-                raise LimitError(f"{keyword} {n} is above the supported {MAX_REPEAT}", keyword=keyword, pointer=pointer)
-            attr = {"minLength": "min_len", "maxLength": "max_len", "minItems": "min_items",
-                    "maxItems": "max_items", "minProperties": "min_props", "maxProperties": "max_props"}[keyword]
-            current = getattr(out, attr)
-            if keyword.startswith("min"):
-                setattr(out, attr, max(current, n))
-            else:
-                setattr(out, attr, n if current is None else min(current, n))
+            self.merge_count(out, keyword, _count(value, keyword, pointer), keyword, pointer)
         elif keyword == "pattern":
             if not isinstance(value, str):
                 raise CompileError("pattern must be a string", keyword=keyword, pointer=pointer)
@@ -1604,7 +1619,7 @@ class _Compiler:
                 self._regex[pattern] = regex_node(pattern, pointer=pointer)
             except CompileError as e:
                 if isinstance(e, LimitError) or not self.lenient:
-                    raise CompileError(e.reason, keyword="pattern", pointer=pointer) from None
+                    raise type(e)(e.reason, keyword="pattern", pointer=pointer) from None
                 self.refuse(e.reason, "pattern", pointer)
                 return None
         return self._regex[pattern]
@@ -1753,8 +1768,9 @@ class _Compiler:
             for names, patterns in f.other_keys
         ]
         if keywords:
-            return self.member_list(members, extras, f.min_props, f.max_props, f.pointer, others, sep=PYTHON_COMMA)
-        body = self.member_list(members, extras, f.min_props, f.max_props, f.pointer, others)
+            return self.member_list(members, extras, f.min_props, f.max_props, f.pointer, others, sep=PYTHON_COMMA,
+                                    lo_at=f.min_props_at)
+        body = self.member_list(members, extras, f.min_props, f.max_props, f.pointer, others, lo_at=f.min_props_at)
         return seq(lit("{"), ws, body, ws, lit("}"))
 
     def extra_members(self, f: Facets, declared: list[str]) -> Node:
@@ -1844,11 +1860,13 @@ class _Compiler:
         pointer: str,
         others: list[tuple[frozenset[str], bool]] = (),
         sep: Node | None = None,
+        lo_at: tuple[str, str] | None = None,
     ) -> Node:
         """Declared members in order (optional ones skippable), then extra members, with the
         member count in lo..hi and `sep` (a comma) only between members. Each of `others`
         (names, extras count) asks for a member named in `names`, or an extra one where
-        `extras count`."""
+        `extras count`. `lo_at` is the keyword and pointer `lo` came from (minProperties at
+        `pointer` unless told)."""
         if sep is None:
             sep = seq(self.ws, lit(","), self.ws)
         n = len(members)
@@ -1861,8 +1879,9 @@ class _Compiler:
         required = sum(1 for _, _, r in members if r)
         repeats_allowed = False
         if extra != NOTHING and lo - required > 1:
+            keyword, at = lo_at or ("minProperties", pointer)
             self.refuse("extra members may spell the same key, so the grammar cannot count "
-                        f"{lo - required} distinct ones", "minProperties", pointer)
+                        f"{lo - required} distinct ones", keyword, at)
             repeats_allowed = True
             lo = min(lo, required + MAX_UNCOUNTED_EXTRAS)
         cap = max(lo, 1) if hi is None else hi
@@ -1958,10 +1977,12 @@ def _count(value, keyword: str, pointer: str) -> int:
 def _check_regex(pattern: str, keyword: str, pointer: str) -> None:
     if not isinstance(pattern, str):
         raise CompileError("a pattern must be a string", keyword=keyword, pointer=pointer)
+    from ._regex import check_pattern
+
     try:
-        re.compile(pattern)
-    except re.error as e:
-        raise CompileError(f"pattern {pattern!r} is not a valid Python regular expression: {e}", keyword=keyword, pointer=pointer) from None
+        check_pattern(pattern)
+    except CompileError as e:
+        raise type(e)(e.reason, keyword=keyword, pointer=pointer) from None
 
 
 def _has_inline_flags(pattern: str) -> bool:

@@ -97,7 +97,7 @@ def _variants(pattern: str, pointer: str | None) -> tuple[tuple[tuple[int, int],
 
 @functools.lru_cache(maxsize=2048)
 def _compiled(pattern: str) -> tuple[tuple[tuple[int, int], Node], ...]:
-    _check_python_accepts(pattern)
+    check_pattern(pattern)
     variants = _Parser(pattern).parse()
     size = sum(_expanded_size(node) for node in variants.values())
     if size > MAX_EXPANDED_SIZE:
@@ -108,13 +108,43 @@ def _compiled(pattern: str) -> tuple[tuple[tuple[int, int], Node], ...]:
     return tuple(variants.items())
 
 
-def _check_python_accepts(pattern: str) -> None:
+def check_pattern(pattern: str) -> None:
+    """A `CompileError` unless Python's `re` takes `pattern` (`LimitError` past MAX_NESTING groups)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # Python's parser recurses per group, so the bound on nesting comes first.
+        if _group_depth(pattern) > MAX_NESTING:
+            raise LimitError(f"groups nested more than {MAX_NESTING} deep in {pattern!r}")
         try:
             re.compile(pattern)
         except (re.error, OverflowError, RecursionError, ValueError) as err:
-            raise CompileError(f"pattern {pattern!r} is not a valid regular expression: {err}")
+            raise CompileError(f"pattern {pattern!r} is not a valid regular expression: {err}") from None
+
+
+def _group_depth(pattern: str) -> int:
+    """How deep `pattern`'s groups nest, read in one pass (escapes and classes skipped)."""
+    depth = deepest = 0
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":  # a class: `]` right after `[` or `[^` is a member, not its end
+            i += 1
+            if i < n and pattern[i] == "^":
+                i += 1
+            if i < n and pattern[i] == "]":
+                i += 1
+            while i < n and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+        elif c == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c == ")":
+            depth -= 1
+        i += 1
+    return deepest
 
 
 def _expanded_size(node: Node) -> int:

@@ -142,6 +142,18 @@ def test_deep_inputs_give_a_grammar_or_a_typed_error(case, depth):
     typed_or_compiled(lambda: DEEP[case](depth))
 
 
+@pytest.mark.parametrize("depth", [101, 800, 10_000])
+@pytest.mark.parametrize("build", [
+    grammar.from_regex,
+    lambda pattern: grammar.from_json_schema({"type": "string", "pattern": pattern}),
+])
+def test_a_deep_regex_names_the_group_bound_not_pythons_stack(build, depth):
+    with pytest.raises(grammar.LimitError) as info:
+        build("(" * depth + "a" + ")" * depth)
+    assert "nested more than" in str(info.value) and "recursion" not in str(info.value)
+    assert info.value.keyword == "pattern"
+
+
 @pytest.mark.parametrize("case", ["IR sequences", "IR alternations", "IR repeats", "IR rule chain", "GBNF rule chain"])
 def test_deep_ir_keeps_its_language(case):
     """Nodes nested past Python's stack are split into rules of their own, not refused."""
