@@ -24,9 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,47 +35,8 @@ import jsonschema
 import grammar
 import runtimes
 from bench import models
-
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "minLength": 1, "maxLength": 40},
-        "age": {"type": "integer", "minimum": 0, "maximum": 120},
-        "occupation": {"type": "string", "maxLength": 40},
-        "city": {"type": "string", "maxLength": 30},
-        "status": {"enum": ["employed", "retired", "student", "unknown"]},
-        "skills": {"type": "array", "items": {"type": "string", "maxLength": 20}, "maxItems": 3},
-    },
-    "required": ["name", "age", "occupation", "city", "status", "skills"],
-    "additionalProperties": False,
-}
-TEXTS = [
-    "Maria Lopez, 34, works as a nurse in Madrid and speaks three languages.",
-    "Tom Becker is a 58-year-old retired train driver from Hamburg who loves chess.",
-    "Aiko Tanaka (21) studies physics in Kyoto and plays the violin.",
-    "Samuel Okafor, 45, is an architect in Lagos known for bamboo buildings.",
-    "Lena Novak, a 29-year-old data analyst, lives in Prague and runs marathons.",
-    "Pierre Dubois, 67, retired chef, still bakes bread every morning in Lyon.",
-    "Priya Raman is 38 and teaches mathematics at a school in Chennai.",
-    "Jonas Berg, 19, is a student of forestry in Umea who builds canoes.",
-    "Fatima Zahra, 52, runs a pharmacy in Casablanca and paints on weekends.",
-    "Carlos Mendes, 41, a software engineer in Porto, writes compilers.",
-    "Olga Ivanova, 73, was a ballet dancer in Moscow and now coaches children.",
-    "Kwame Mensah is a 26-year-old journalist in Accra covering elections.",
-    "Sofia Rossi, 31, restores old paintings in Florence.",
-    "Liam O'Brien, 48, fishes off the coast of Galway for a living.",
-    "Mei Chen, 24, is a graduate student in Taipei researching batteries.",
-    "Ahmed Hassan, 55, drives a taxi in Cairo and knows every street.",
-]
-INSTRUCTIONS = (
-    "Extract the person described in the text as a JSON object with the keys name, age, "
-    "occupation, city, status (employed, retired, student or unknown) and skills (at most three)."
-)
-
-
-def messages(text: str) -> list[dict[str, str]]:
-    return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": text}]
-
+from bench._people import SCHEMA, TEXTS, messages
+from bench._servers import Server, free_port
 
 @dataclass
 class Run:
@@ -128,38 +87,13 @@ async def ours(rt: runtimes.LlamaCpp, texts: list[str], n: int, max_tokens: int)
                [g.text for _, g in done], [g.token_ids for _, g in done])
 
 
-class Server:
-    """llama.cpp's own server with N parallel slots, for as long as the `with` block lasts."""
-
-    def __init__(self, binary: str, model: Path, n: int, n_ctx: int, shared: bool, port: int = 8093):
-        self.url = f"http://127.0.0.1:{port}"
-        command = [binary, "-m", str(model), "--port", str(port), "-t", "2", "-tb", "2", "-np", str(n),
-                   "-c", str(n_ctx * (2 if shared else n)), "--kv-unified" if shared else "--no-kv-unified",
-                   "--no-webui"]
-        self.log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"llama_server_bench_{n}.log", "wb")
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
-
-    def __enter__(self) -> Server:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(f"llama-server exited with {self.process.returncode}; see {self.log.name}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.25)
-        raise SystemExit(f"llama-server did not start within 120 s; see {self.log.name}")
-
-    def __exit__(self, *exc) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
+def llama_cpp_server(binary: str, model: Path, n: int, n_ctx: int, shared: bool) -> Server:
+    """llama.cpp's own server with N parallel slots."""
+    port = free_port()
+    command = [binary, "-m", str(model), "--port", str(port), "-t", "2", "-tb", "2", "-np", str(n),
+               "-c", str(n_ctx * (2 if shared else n)), "--kv-unified" if shared else "--no-kv-unified",
+               "--no-webui"]
+    return Server("llama_server_bench", command, port, ready_path="/health")
 
 
 async def peer(server: Server, texts: list[str], n: int, max_tokens: int) -> Run:
@@ -216,7 +150,7 @@ def main() -> None:
             line += f"  same tokens as N={levels[0]}: {same}/{len(texts)}"
         print(line, flush=True)
         if args.server:
-            with Server(args.server, path, n, rt.context_length, not args.own_cache) as server:
+            with llama_cpp_server(args.server, path, n, rt.context_length, not args.own_cache) as server:
                 theirs = asyncio.run(peer(server, texts, n, args.max_tokens))
             print(theirs.row("llama-server", n) + f"  ours/theirs docs/s {theirs.wall_s / run.wall_s:5.2f}",
                   flush=True)

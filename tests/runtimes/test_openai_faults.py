@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from ports import free_port
+from bench._servers import free_port
 
 import grammar
 from grammar import Grammar

@@ -12,10 +12,11 @@ import re
 
 import jsonschema
 import pytest
-from conftest import VllmServer
+from conftest import ready
 from pydantic import BaseModel
 
 import grammar
+from bench import _servers as servers
 from agentkit import Agent, aextract, tool
 from runtimes import GrammarIgnored, OpenAICompatible, StreamInterrupted
 
@@ -107,9 +108,9 @@ async def test_a_grammar_in_a_field_vllm_does_not_read_is_reported_as_ignored(vl
 
 
 async def test_a_server_killed_mid_stream_is_a_stream_interrupted(vllm_installed):
-    doomed = VllmServer(vllm_installed)
+    doomed = servers.vllm_server(vllm_installed)
     try:
-        doomed.wait_ready()
+        ready(doomed)
         async with server(doomed.url, "vllm", max_retries=0) as rt:
             stream = rt.stream(chat("Tell a long story about a cat."), max_tokens=400)
             with pytest.raises(StreamInterrupted):
@@ -118,3 +119,13 @@ async def test_a_server_killed_mid_stream_is_a_stream_interrupted(vllm_installed
         assert stream.generation is None
     finally:
         doomed.stop()
+
+
+async def test_the_serving_benchmark_gets_valid_typed_values_on_both_sides(vllm_server, capsys):
+    from bench import serving
+
+    waves = await serving.against_server(vllm_server, [2], rounds=1, max_tokens=160, least=2, raw_side=True)
+    assert [(w.valid, len(w.latencies)) for w in waves[2]] == [(2, 2)]
+    printed = capsys.readouterr().out
+    assert "agentkit -> vLLM" in printed and "raw httpx -> vLLM" in printed and "agentkit/raw wall" in printed
+    assert printed.count("valid 2/2") == 2  # the raw side's answers are whole, valid documents too
