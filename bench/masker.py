@@ -5,7 +5,11 @@ tokens), totalled: what a request with a schema not seen before pays. Warm: the 
 later document on the same compiled grammar, totalled, and per mask (p50, mean, p99).
 
     python -m bench.masker [--vocab smollm2,gemma3,qwen25] [--passes 10] [--schema NAME ...]
-                           [--engine NAME ...]
+                           [--engine NAME ...] [--profile]
+
+`--profile` adds, per schema, where our last cold run's time went: schema to IR, the compiled
+grammar's build (rule analysis, automaton), the first document's new masks by the way each was
+found, and the rest (the matcher's own steps and walks), from `CompiledGrammar.profile`.
 
 The same schemas, vocabularies and token sequences for every engine; engines interleaved in one
 process, pass after pass and in turns (each runs after each other), so machine noise and cold
@@ -300,8 +304,16 @@ def _fmt(x: float | None, scale: float = 1e6, digits: int = 1) -> str:
     return "n/a" if x is None else f"{x * scale:.{digits}f}"
 
 
+def _profile_line(engine: Engine, compiled, cold_s: float) -> str:
+    """Our last cold run of a schema, taken apart (see `grammar.CompileProfile`)."""
+    p = compiled.profile
+    rest = cold_s - engine.ir_seconds - p.build - p.masks
+    return (f"    profile: schema->IR {engine.ir_seconds * 1e3:.1f} ms, {p.summary()}; "
+            f"matcher and walks {rest * 1e3:.1f} ms of {cold_s * 1e3:.1f} ms cold")
+
+
 def run(vocab_names: list[str], schema_names: list[str], passes: int,
-        engine_names: list[str] | None = None) -> None:
+        engine_names: list[str] | None = None, profile: bool = False) -> None:
     from bench import vocabularies
 
     loaders = {"smollm2": vocabularies.smollm2, "gemma3": vocabularies.gemma3, "qwen25": vocabularies.qwen25}
@@ -340,6 +352,8 @@ def run(vocab_names: list[str], schema_names: list[str], passes: int,
                         continue
                     compiled[e.name] = c
                     cold[e.name].append((t1 - t0, t2 - t0, first))
+                    if profile and e.name == "agentkit":
+                        profiled = _profile_line(e, c, t2 - t0)
             for e in engines:
                 if e.name in rows:
                     continue
@@ -379,6 +393,8 @@ def run(vocab_names: list[str], schema_names: list[str], passes: int,
                     f"{_fmt(r['accept_p50']):>9s} {_fmt(r['step_p50']):>8s} "
                     f"{'n/a' if mem is None else f'{mem / 1024:.0f}':>8s}"
                 )
+            if profile and "compile" in rows.get("agentkit", {}):
+                print(profiled)
             summary.append((vname, sname, rows))
     _print_ratios(summary)
 
@@ -424,8 +440,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--passes", type=int, default=10)
     parser.add_argument("--schema", action="append", choices=sorted(SCHEMAS), help="repeatable; default all")
     parser.add_argument("--engine", action="append", choices=ENGINE_NAMES, help="repeatable; default all")
+    parser.add_argument("--profile", action="store_true", help="where our cold path's time goes, per schema")
     args = parser.parse_args(argv)
-    run(args.vocab.split(","), args.schema or list(SCHEMAS), args.passes, args.engine)
+    run(args.vocab.split(","), args.schema or list(SCHEMAS), args.passes, args.engine, args.profile)
     return 0
 
 

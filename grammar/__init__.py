@@ -21,6 +21,7 @@ from ._gguf import GGUFError, read_gguf_metadata
 from ._reasoning import ReasoningSpan, after_reasoning
 from ._tools import ToolSchema, arguments, free_text, parse_tool_calls, tool_calls, tool_calls_or_text
 from ._compile import CompiledGrammar, compile
+from ._timing import CompileProfile
 from ._matcher import Matcher, TokenMask
 from ._bitmask import allocate_token_bitmask, apply_token_bitmask, fill_next_token_bitmasks
 
@@ -32,6 +33,7 @@ except _NotInstalled:
 __all__ = [
     "__version__",
     "CompileError",
+    "CompileProfile",
     "CompiledGrammar",
     "Dropped",
     "GGUFError",

@@ -21,7 +21,7 @@ from ._completion import Completion
 from ._errors import CompileError
 from ._grammar import Grammar
 from ._ir import Rules
-from ._timing import log_compile
+from ._timing import CompileProfile, log_compile
 from ._tokens import MATRIX_WIDTH, CharacterProfile, LoopClass, TokenTables, token_tables
 from ._vocab import Vocabulary
 
@@ -121,7 +121,11 @@ class CompiledGrammar:
     def __init__(self, grammar: Grammar, vocab: Vocabulary) -> None:
         self.grammar = grammar
         self.vocab = vocab
+        self.profile = profile = CompileProfile()
+        started = time.perf_counter()
         self.tables: TokenTables = token_tables(vocab)
+        analysed = time.perf_counter()
+        profile.tables = analysed - started
         rules = grammar.rule_set()
         # A recursion that never bottoms out (an array that must hold an array like itself)
         # has no finite text, though its automaton has a way out of every state: the root
@@ -132,7 +136,10 @@ class CompiledGrammar:
             raise _nothing_to_decode()
         if len(productive) < len(reachable):
             rules = Rules(pruned(reachable, productive), rules.root)
+        built = time.perf_counter()
+        profile.analysis = built - analysed
         self.automaton = Automaton(rules)
+        profile.automaton = time.perf_counter() - built
         if self.automaton.start == DEAD:
             raise _nothing_to_decode()
         self.vocab_size = self.tables.size
@@ -154,6 +161,7 @@ class CompiledGrammar:
         nfa = self.automaton.nfa
         self._framed = bool(nfa.recursive or nfa.shared_starts)
         self._lock = threading.RLock()
+        self._timing_mask = False  # a mask found inside another's is timed as part of it
 
     @property
     def start(self) -> int:
@@ -183,7 +191,7 @@ class CompiledGrammar:
                 if shared is not None:
                     found = shared
                 else:
-                    found = self._compute_mask(state)
+                    found = self._timed_mask(state)
                     if key is not None:
                         self._by_far_counts[key] = found
                 self._masks[state] = found
@@ -241,7 +249,25 @@ class CompiledGrammar:
         with self._lock:
             return self.automaton.walk(state, data)
 
-    def _compute_mask(self, state: int) -> StateMask:
+    def _timed_mask(self, state: int) -> StateMask:
+        """`_compute_mask`, its time and way noted in `profile`."""
+        if self._timing_mask:
+            return self._compute_mask(state)[1]
+        self._timing_mask = True
+        started = time.perf_counter()
+        try:
+            path, found = self._compute_mask(state)
+        finally:
+            self._timing_mask = False
+        seconds = time.perf_counter() - started
+        profile = self.profile
+        profile.masks += seconds
+        profile.paths[path] += 1
+        profile.path_seconds[path] += seconds
+        return found
+
+    def _compute_mask(self, state: int) -> tuple[str, StateMask]:
+        """The mask of a state met for the first time, and which way it was found."""
         t = self.tables
         a = self.automaton
         accepting = a.accepting[state] and t.eos_ids.size > 0
@@ -252,16 +278,16 @@ class CompiledGrammar:
             if accepting:
                 ids.extend(t.eos_ids.tolist())
             if len(ids) <= _SMALL:
-                return self._small_mask(ids)
-            return self._state_mask([np.array(ids, np.int32)], False)
+                return "forced", self._small_mask(ids)
+            return "forced", self._state_mask([np.array(ids, np.int32)], False)
         if a.nfa.count_sites:
             counted = self._counted_mask(state, accepting)
             if counted is not None:
-                return counted
+                return "counted", counted
         if not a.nfa.recursive and sum(b1 - b0 for b0, b1 in a.byte_spans(state)) >= _LOOP_BYTES:
             chained = self._chain_mask(state, accepting)
             if chained is not None:
-                return chained
+                return "chained", chained
         framed = a.frame_split(state) if self._framed else None
         if framed is not None:
             local, frame, outside, depth = framed
@@ -274,12 +300,12 @@ class CompiledGrammar:
                     inside = self._inside[local] = self._inside_of(local)
                 # Relative depths stand for real ones only while real ones stay under the bound.
                 if depth + inside.reach < MAX_STACK_DEPTH:
-                    return self._framed_mask(state, local, inside, frame, resume, outside, accepting)
+                    return "framed", self._framed_mask(state, local, inside, frame, resume, outside, accepting)
         loop, positions, _, long_ids = self._walk_from(state)
         long_ids = self._walk_long(state, long_ids)[0]
         if loop is not None:
-            return self._loop_mask(loop, [t.order[positions], long_ids], accepting)
-        return self._state_mask([t.order[positions], long_ids], accepting)
+            return "walked", self._loop_mask(loop, [t.order[positions], long_ids], accepting)
+        return "walked", self._state_mask([t.order[positions], long_ids], accepting)
 
     def _walk_from(self, state: int, track: _Track | None = None
                    ) -> tuple[LoopClass | None, np.ndarray, np.ndarray, np.ndarray]:
@@ -1155,5 +1181,6 @@ def compile(grammar: Grammar, vocab: Vocabulary) -> CompiledGrammar:  # noqa: A0
             started = time.perf_counter()
             found = CompiledGrammar(grammar, vocab)
             per_vocab[vocab] = found
-            log_compile("grammar", started, lambda: f"{grammar!r} for a {found.vocab_size}-id vocabulary")
+            log_compile("grammar", started,
+                        lambda: f"{grammar!r} for a {found.vocab_size}-id vocabulary ({found.profile.summary()})")
         return found

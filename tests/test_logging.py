@@ -35,6 +35,36 @@ def test_a_compile_over_the_threshold_is_reported(caplog: pytest.LogCaptureFixtu
     assert [r.getMessage().split(" compile took ")[0] for r in records] == ["json-schema", "grammar"]
     assert f"{len(json.dumps(schema))} characters of JSON Schema" in records[0].getMessage()
     assert "257-id vocabulary" in records[1].getMessage()
+    for stage in ("tables", "analysis", "automaton"):  # where the compile's time went
+        assert f"{stage} " in records[1].getMessage()
+
+
+def test_a_compiled_grammars_profile_accounts_for_each_new_mask() -> None:
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+                                               "note": {"type": "string", "maxLength": 30}},
+              "required": ["code", "note"], "additionalProperties": False}
+    vocab = Vocabulary([bytes([b]) for b in range(256)] + [b'{"', b'":"', b'","', b'"}', b"<eos>"], eos_ids=[260])
+    compiled = grammar.CompiledGrammar(grammar.from_json_schema(schema), vocab)
+    assert compiled.profile.masks == 0 and not compiled.profile.paths
+    assert compiled.profile.build > 0
+    matcher = grammar.Matcher(compiled)
+    text = '{"code":"ABC","note":"a short note"}'
+    for ch in text.encode():
+        matcher.next_token_mask()
+        assert matcher.accept_token(ch)
+    matcher.next_token_mask()
+    profile = compiled.profile
+    # Each state's mask is found once; states whose masks are shared are found once for all.
+    assert 0 < sum(profile.paths.values()) <= len(text) + 1
+    assert "forced" in profile.paths  # the keys and punctuation are literals
+    assert profile.masks == pytest.approx(sum(profile.path_seconds.values()))
+    before = dict(profile.paths)
+    again = grammar.Matcher(compiled)  # a second document meets no new state
+    for ch in text.encode():
+        again.next_token_mask()
+        again.accept_token(ch)
+    assert dict(profile.paths) == before
+    assert "masks" in profile.summary() and "forced" in profile.summary()
 
 
 def test_a_quick_compile_stays_below_info(caplog: pytest.LogCaptureFixture) -> None:
