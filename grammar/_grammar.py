@@ -65,6 +65,7 @@ class Grammar:
         # The reasoning span this grammar opens with (`after_reasoning`), whose token budget a
         # local runtime keeps.
         self.reasoning = reasoning
+        self._gbnf: str | None = None
 
     @property
     def root(self) -> str:
@@ -93,10 +94,13 @@ class Grammar:
         return accepts(self._rules, text)
 
     def to_gbnf(self) -> str:
-        """This grammar as GBNF text, as llama.cpp's grammar parser reads it."""
-        from ._gbnf import to_gbnf
+        """This grammar as GBNF text, as llama.cpp's grammar parser reads it (rendered once: a
+        server runtime sends it with every request)."""
+        if self._gbnf is None:
+            from ._gbnf import to_gbnf
 
-        return to_gbnf(self._rules)
+            self._gbnf = to_gbnf(self._rules)
+        return self._gbnf
 
     def __repr__(self) -> str:
         n = len(self._rules.reachable())
