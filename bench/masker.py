@@ -5,7 +5,11 @@ tokens), totalled: what a request with a schema not seen before pays. Warm: the 
 later document on the same compiled grammar, totalled, and per mask (p50, mean, p99).
 
     python -m bench.masker [--vocab smollm2,gemma3,qwen25] [--passes 10] [--schema NAME ...]
-                           [--engine NAME ...] [--profile]
+                           [--engine NAME ...] [--profile] [--dev N]
+
+`--dev N` adds N schemas nobody here tuned on (`bench._dev_schemas`: JSONSchemaBench DEV
+schemas with bounded strings, patterns or formats, each with a document from its own test data);
+their ratios are summarised apart from the named schemas'.
 
 `--profile` adds, per schema, where our last cold run's time went: schema to IR, the compiled
 grammar's build (rule analysis, automaton), the first document's new masks by the way each was
@@ -247,6 +251,9 @@ SCHEMAS: dict[str, tuple[object, object]] = {
 
 
 def _canonical(instance: object) -> bytes:
+    """The document's text: compact JSON, or as given where it is already text."""
+    if isinstance(instance, bytes):
+        return instance
     return json.dumps(instance, ensure_ascii=False, separators=(",", ":")).encode()
 
 
@@ -313,7 +320,7 @@ def _profile_line(engine: Engine, compiled, cold_s: float) -> str:
 
 
 def run(vocab_names: list[str], schema_names: list[str], passes: int,
-        engine_names: list[str] | None = None, profile: bool = False) -> None:
+        engine_names: list[str] | None = None, profile: bool = False, dev: int = 0) -> None:
     from bench import vocabularies
 
     loaders = {"smollm2": vocabularies.smollm2, "gemma3": vocabularies.gemma3, "qwen25": vocabularies.qwen25}
@@ -324,6 +331,11 @@ def run(vocab_names: list[str], schema_names: list[str], passes: int,
             print(f"# {e.name}: unavailable ({e.why_unavailable})")
     engines = [e for e in engines if e.available]
     rng = np.random.default_rng(0)
+    schemas = {name: SCHEMAS[name] for name in schema_names}
+    if dev:
+        from bench._dev_schemas import dev_schemas
+
+        schemas.update(dev_schemas(dev))
     summary: list[tuple[str, str, dict]] = []
     for vname in vocab_names:
         vocab = loaders[vname]()
@@ -331,8 +343,7 @@ def run(vocab_names: list[str], schema_names: list[str], passes: int,
         tokenizer = GreedyTokenizer(vocab)
         for e in engines:
             print(f"  {e.name:14s} vocabulary preparation {e.prepare(vocab) * 1e3:8.1f} ms")
-        for sname in schema_names:
-            schema, instance = SCHEMAS[sname]
+        for sname, (schema, instance) in schemas.items():
             tokens = tokenizer.encode_bytes(_canonical(instance)) + [min(vocab.eos_ids)]
             rows: dict[str, dict] = {}
             compiled: dict[str, object] = {}
@@ -417,21 +428,23 @@ def _print_ratios(summary) -> None:
     for peer in PEERS:
         print(f"\n## ratios agentkit / {peer} (medians; < 1 is faster or smaller)")
         print(f"  {'vocab':8s} {'schema':20s} " + " ".join(f"{k:>8s}" for k in RATIO_KEYS))
-        per_vocab: dict[str, list[dict]] = {}
+        per_vocab: dict[tuple[str, str], list[dict]] = {}  # (vocabulary, named or DEV)
         for vname, sname, rows in summary:
             ours, theirs = rows.get("agentkit", {}), rows.get(peer, {})
             if "p50" not in ours or "p50" not in theirs:
                 continue
             ratios = _ratios(ours, theirs)
-            per_vocab.setdefault(vname, []).append(ratios)
+            group = "named" if sname in SCHEMAS else "DEV"
+            per_vocab.setdefault((vname, group), []).append(ratios)
             print(f"  {vname:8s} {sname:20s} " + " ".join(f"{_fmt(ratios[k], 1, 2):>8s}" for k in RATIO_KEYS))
-        for vname, all_ratios in per_vocab.items():
+        for (vname, group), all_ratios in per_vocab.items():
             for label, pick in (("median", statistics.median), ("largest", max)):
                 cells = []
                 for k in RATIO_KEYS:
                     vals = [r[k] for r in all_ratios if r[k] is not None]
                     cells.append(_fmt(pick(vals), 1, 2) if vals else "n/a")
-                print(f"  {vname:8s} {label + ' of ' + str(len(all_ratios)):20s} " + " ".join(f"{c:>8s}" for c in cells))
+                title = f"{label} of {len(all_ratios)} {group}"
+                print(f"  {vname:8s} {title:20s} " + " ".join(f"{c:>8s}" for c in cells))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -441,8 +454,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schema", action="append", choices=sorted(SCHEMAS), help="repeatable; default all")
     parser.add_argument("--engine", action="append", choices=ENGINE_NAMES, help="repeatable; default all")
     parser.add_argument("--profile", action="store_true", help="where our cold path's time goes, per schema")
+    parser.add_argument("--dev", type=int, default=0, metavar="N", help="add N untuned JSONSchemaBench DEV schemas")
     args = parser.parse_args(argv)
-    run(args.vocab.split(","), args.schema or list(SCHEMAS), args.passes, args.engine, args.profile)
+    run(args.vocab.split(","), args.schema or list(SCHEMAS), args.passes, args.engine, args.profile, args.dev)
     return 0
 
 
