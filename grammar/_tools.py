@@ -3,9 +3,10 @@
 A call is `{"name":<one tool name>,"arguments":<that tool's arguments>}`, so a call naming one
 tool can never borrow another tool's arguments. The envelope is how a call is written around
 that object: `"json"` bare, `"hermes"` in `<tool_call>` tags as Qwen/Hermes chat templates
-teach, `"fenced"` in a ```json block as tool models often write anyway. A tuple of envelopes
-lets the model open each call in whichever of them it chooses. Several calls follow one
-another, separated by a newline. `whitespace` allows up to that many blanks between the JSON
+teach, `"fenced"` in a ```json block as tool models often write anyway (a fence may also hold a JSON
+list of the turn's calls, the form a model that fences its calls writes several in). A tuple of
+envelopes lets the model open each call in whichever of them it chooses. Several calls follow
+one another, separated by a newline. `whitespace` allows up to that many blanks between the JSON
 tokens of the call (so a model may pretty-print it as it would unconstrained). `preamble`
 lets free text come before the first call, as tool models often write ("I will look that up."):
 the text holds no tag or fence opening, and the first one it reaches begins the call.
@@ -167,11 +168,22 @@ def _later_calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None
     return repeat(seq(lit("\n"), _one_call(call, chosen)), 0, _more_calls(max_calls))
 
 
-def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None) -> Node:
+def _call_list(call: Node, max_calls: int | None, whitespace: int | None) -> Node:
+    """A JSON list of one to `max_calls` calls: all of a turn's calls in one fence."""
+    ws = repeat(char_set(_BLANKS), 0, whitespace) if whitespace else lit("")
+    more = repeat(seq(ws, lit(","), ws, call), 0, _more_calls(max_calls))
+    return seq(lit("["), ws, call, more, ws, lit("]"))
+
+
+def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whitespace: int | None) -> Node:
     if chosen == ("python",):
         listed = seq(call, repeat(seq(PYTHON_COMMA, call), 0, _more_calls(max_calls)))
         return alt(seq(lit("["), listed, lit("]")), listed)
-    return seq(_one_call(call, chosen), _later_calls(call, chosen, max_calls))
+    calls = seq(_one_call(call, chosen), _later_calls(call, chosen, max_calls))
+    if "fenced" not in chosen:
+        return calls
+    before, after = _WRAP["fenced"]
+    return alt(calls, seq(lit(before), _call_list(call, max_calls, whitespace), lit(after)))
 
 
 def _delimited(chosen: tuple[Envelope, ...]) -> tuple[Envelope, ...]:
@@ -184,7 +196,7 @@ def _delimited(chosen: tuple[Envelope, ...]) -> tuple[Envelope, ...]:
 
 
 def _preamble_rules(
-    call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, *, may_end: bool
+    call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whitespace: int | None, *, may_end: bool
 ) -> dict[str, Node]:
     """Rules for text before the first call: `preamble` is its start (blanks, then a character
     other than `{`, so it never reads as a bare call).
@@ -207,7 +219,11 @@ def _preamble_rules(
             if suffix in openings:
                 e = openings[suffix]
                 before, close = _WRAP[e]
-                return seq(lit(before[len(suffix):]), call, lit(close), later)
+                rest = lit(before[len(suffix):])
+                calls = seq(rest, call, lit(close), later)
+                if e == "fenced":
+                    return alt(calls, seq(rest, _call_list(call, max_calls, whitespace), lit(close)))
+                return calls
             if suffix in names:
                 return ref(names[suffix])
         raise AssertionError("the empty suffix is always a state")
@@ -238,9 +254,9 @@ def tool_calls(
     free text may come first, and the first tag or fence it reaches opens the calls."""
     chosen = envelopes(envelope)
     call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=chosen == ("python",))
-    rules["root"] = _calls(call, chosen, max_calls)
+    rules["root"] = _calls(call, chosen, max_calls, whitespace)
     if preamble:
-        rules.update(_preamble_rules(call, chosen, max_calls, may_end=False))
+        rules.update(_preamble_rules(call, chosen, max_calls, whitespace, may_end=False))
         rules["root"] = alt(rules["root"], ref("preamble"))
     schema = calls_schema(tools) if "json" in chosen else None
     return Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls", schema=schema)
@@ -344,9 +360,9 @@ def tool_calls_or_text(
     opens calls, so "Let me check.\n<tool_call>…" is a call, not an answer that holds one."""
     chosen = envelopes(envelope)
     call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=chosen == ("python",))
-    rules["calls"] = _calls(call, chosen, max_calls)
+    rules["calls"] = _calls(call, chosen, max_calls, whitespace)
     if preamble:
-        rules.update(_preamble_rules(call, chosen, max_calls, may_end=True))
+        rules.update(_preamble_rules(call, chosen, max_calls, whitespace, may_end=True))
         rules["text"] = ref("preamble")
     else:
         rules.update(_text_not_starting_with(_openings(chosen, [t.name for t in tools])))
@@ -413,9 +429,11 @@ def parse_tool_calls(
         pos += len(_WRAP[e][0].rstrip("\n"))
         pos = _skip_blanks(stripped, pos)
         obj, pos = decoder.raw_decode(stripped, pos)
-        if not (isinstance(obj, dict) and set(obj) == {"name", "arguments"}):
-            raise ValueError(f"not a tool call: {obj!r}")
-        calls.append(obj)
+        found = obj if e == "fenced" and isinstance(obj, list) and obj else [obj]  # a fence's list of calls
+        for one in found:
+            if not (isinstance(one, dict) and set(one) == {"name", "arguments"}):
+                raise ValueError(f"not a tool call: {one!r}")
+        calls.extend(found)
         pos = _skip_blanks(stripped, pos)
         close = _WRAP[e][1].lstrip("\n")
         if close:

@@ -129,6 +129,29 @@ def test_each_call_may_be_written_in_any_chosen_envelope_and_layout(chosen, draw
         assert not g.accepts(wrapped)
 
 
+@settings(max_examples=60, deadline=None)
+@given(drawn=calls, data=st.data())
+def test_a_fence_may_hold_the_turns_calls_as_a_list(drawn, data):
+    chosen = data.draw(st.sampled_from([("fenced",), ("hermes", "fenced", "json")]))
+    max_calls = data.draw(st.sampled_from([1, 2, 3, None]))
+    indent = data.draw(st.sampled_from([None, 2]))
+    listed = json.dumps([{"name": n, "arguments": a} for n, a in drawn], indent=indent,
+                        separators=(",", ":") if indent is None else (",", ": "))
+    text = "```json\n" + listed + "\n```"
+    prose = data.draw(st.sampled_from(["", "Here you go:\n"]))
+    fits = max_calls is None or len(drawn) <= max_calls
+    g = grammar.tool_calls(TOOLS, envelope=chosen, max_calls=max_calls, whitespace=8, preamble=bool(prose))
+    either = grammar.tool_calls_or_text(TOOLS, envelope=chosen, max_calls=max_calls, whitespace=8,
+                                        preamble=bool(prose))
+    assert g.accepts(prose + text) == fits and either.accepts(prose + text) == fits
+    if fits:
+        assert parse_tool_calls(prose + text, envelope=chosen, preamble=bool(prose)) == [
+            {"name": n, "arguments": a} for n, a in drawn]
+    # Only a fence holds a list: bare, or in a tag, it is not a call.
+    assert not grammar.tool_calls(TOOLS, envelope=("hermes", "json"), max_calls=None, whitespace=8).accepts(listed)
+    assert not g.accepts("```json\n[]\n```")  # a list holds at least one call
+
+
 def test_whitespace_is_bounded_and_off_by_default():
     spaced = json.dumps({"name": "add", "arguments": {"a": 1, "b": 2}}, indent=2)
     assert not grammar.tool_calls(TOOLS).accepts(spaced)
