@@ -17,7 +17,6 @@ import numpy as np
 
 from ._analysis import productive_rules, pruned
 from ._automaton import DEAD, MAX_STACK_DEPTH, UNBUILT, Automaton, Stack
-from ._completion import Completion
 from ._errors import CompileError
 from ._grammar import Grammar
 from ._ir import Rules
@@ -148,7 +147,6 @@ class CompiledGrammar:
         # change once made)
         self._pool: dict[tuple[bool, bytes], StateMask] = {}
         self._small_pool: dict[tuple[int, ...], StateMask] = {}  # the same, keyed by a few allowed ids
-        self._completion: Completion | None = None
         self._utf8_loop: dict[int, bool] = {}
         self._doom: dict[int, bool] = {}
         self._inside: dict[int, _Inside] = {}
@@ -162,6 +160,7 @@ class CompiledGrammar:
         self._framed = bool(nfa.recursive or nfa.shared_starts)
         self._lock = threading.RLock()
         self._timing_mask = False  # a mask found inside another's is timed as part of it
+        self._eos_only: StateMask | None = None
 
     @property
     def start(self) -> int:
@@ -178,6 +177,14 @@ class CompiledGrammar:
         return int(rows + successors + inside + leavers + table)
 
     # -- per-state token sets -------------------------------------------------------------
+
+    def eos_only_mask(self) -> StateMask:
+        """The mask that allows only the end of sequence (a finished document's next token)."""
+        if self._eos_only is None:
+            eos = self.tables.eos_ids
+            words, values = packed_words(eos, False)
+            self._eos_only = StateMask(int(eos.size), eos, False, words, values, word_pairs(words, values))
+        return self._eos_only
 
     def mask(self, state: int) -> StateMask:
         found = self._masks.get(state)
@@ -1070,12 +1077,6 @@ class CompiledGrammar:
         ids = np.concatenate([t.order[positions], long_ids]).astype(np.int32)
         return ids, np.concatenate([ends, long_ends]), _NO_WORDS if loop is None else loop.looping_ids
 
-    @property
-    def completion(self) -> Completion:
-        """Distances to a complete document, for closing it within a token budget."""
-        if self._completion is None:
-            self._completion = Completion(self)
-        return self._completion
 
 
 @dataclass(slots=True)

@@ -20,6 +20,7 @@ whole document whenever the first state's bound fitted: some token always keeps 
 from __future__ import annotations
 
 import heapq
+import threading
 import weakref
 from typing import TYPE_CHECKING
 
@@ -38,12 +39,28 @@ MAX_COMPLETION_SEARCH = 2_000
 UNKNOWN = 1 << 30  # no bound known
 
 
+_OF: weakref.WeakKeyDictionary[CompiledGrammar, Completion] = weakref.WeakKeyDictionary()
+_OF_LOCK = threading.Lock()
+
+
+def completion_of(compiled: CompiledGrammar) -> Completion:
+    """The distances of `compiled`'s states, found as matchers ask for them and kept as long as
+    `compiled` lives (shared by every matcher over it)."""
+    found = _OF.get(compiled)
+    if found is None:
+        with _OF_LOCK:
+            found = _OF.get(compiled)
+            if found is None:
+                found = _OF[compiled] = Completion(compiled)
+    return found
+
+
 class Completion:
     """Distances to completion for one compiled grammar (thread-safe under its lock)."""
 
     def __init__(self, compiled: CompiledGrammar) -> None:
-        # A proxy: the compiled grammar owns this object, and a strong reference back would
-        # leave both (and every state) to the cycle collector.
+        # A proxy: kept for as long as the compiled grammar lives, and a strong reference back
+        # would keep the grammar (and every state) alive for good.
         self.compiled = weakref.proxy(compiled)
         self._lower: dict[int, tuple[int, bool]] = {}
         self._found: dict[int, int] = {}  # upper bounds the searches proved

@@ -7,7 +7,8 @@ import bisect
 import numpy as np
 
 from ._bitmask import bitmask_row
-from ._compile import CompiledGrammar, StateMask, packed_words, word_pairs
+from ._compile import CompiledGrammar, StateMask
+from ._completion import completion_of
 from ._errors import MatcherError
 
 _TERMINATED = -3
@@ -185,13 +186,7 @@ class Matcher:
         return mask
 
     def _eos_only(self) -> StateMask:
-        cached = getattr(self.compiled, "_eos_only_mask", None)
-        if cached is None:
-            eos = self.compiled.tables.eos_ids
-            words, values = packed_words(eos, False)
-            cached = StateMask(int(eos.size), eos, False, words, values, word_pairs(words, values))
-            self.compiled._eos_only_mask = cached
-        return cached
+        return self.compiled.eos_only_mask()
 
     def next_token_mask(self) -> TokenMask:
         """The tokens allowed next, for sparse masking and selection."""
@@ -214,7 +209,7 @@ class Matcher:
         if s == _TERMINATED:
             return 0
         with self.compiled._lock:
-            return self.compiled.completion.lower(s)[0]
+            return completion_of(self.compiled).lower(s)[0]
 
     def can_complete_within(self, n: int) -> bool:
         """Whether the document can certainly be completed in at most `n` more tokens.
@@ -226,7 +221,7 @@ class Matcher:
         if s == _TERMINATED:
             return n >= 0
         with self.compiled._lock:
-            return self.compiled.completion.within(s, n)
+            return completion_of(self.compiled).within(s, n)
 
     def completion_token_ids(self, within: int | None = None) -> np.ndarray:
         """Allowed tokens that lead towards completing the document.
@@ -244,8 +239,8 @@ class Matcher:
             return self.compiled.tables.eos_ids
         with self.compiled._lock:
             if within is None:
-                return self.compiled.completion.shortest_tokens(s)
-            return self.compiled.completion.tokens_within(s, within)
+                return completion_of(self.compiled).shortest_tokens(s)
+            return completion_of(self.compiled).tokens_within(s, within)
 
     def shortest_completion_token(self, logits: np.ndarray | None = None) -> int:
         """A token of `completion_token_ids()`: on a shortest path to completion where one is

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import grammar
+from grammar._completion import completion_of
 from grammar._grammar import Grammar
 from grammar._ir import alt, char_set, chars, lit, negate, opt, ref, repeat, seq, star
 from grammar._vocab import Vocabulary
@@ -507,12 +508,12 @@ def test_a_long_chain_of_optional_properties_stays_shallow_and_steerable():
     m = grammar.Matcher(cg)
     assert m.accept_bytes(b'{"p1":"x","p2":"y"')
     assert max(stack_depth(stack) for _, stack in cg.automaton.configs[m.state]) <= 2
-    assert cg.completion.upper(m.state) < UNKNOWN
+    assert completion_of(cg).upper(m.state) < UNKNOWN
     steps = 0
     while not m.is_terminated():
         assert m.accept_token(m.shortest_completion_token())
         steps += 1
-    assert steps <= cg.completion.upper(grammar.Matcher(cg).state) and m.is_complete()
+    assert steps <= completion_of(cg).upper(grammar.Matcher(cg).state) and m.is_complete()
 
 
 def test_an_object_of_many_optional_properties_compiles_without_deep_recursion():
