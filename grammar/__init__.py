@@ -11,14 +11,14 @@ Pure and model-free: needs numpy and the standard library only.
 from importlib.metadata import PackageNotFoundError as _NotInstalled
 from importlib.metadata import version as _distribution_version
 
-from ._errors import CompileError, GrammarError, LimitError, MatcherError
-from ._grammar import Dropped, Grammar, Ignored, either
+from ._errors import CompileError, GGUFError, GrammarError, LimitError, MatcherError
+from ._grammar import Dropped, Grammar, Ignored, ReasoningSpan, either
 from ._jsonschema import any_json, from_json_schema
 from ._regex import from_regex
-from ._gbnf import from_gbnf, well_formed
+from ._gbnf_parse import from_gbnf, gbnf_problem, well_formed
 from ._vocab import Vocabulary
-from ._gguf import GGUFError, read_gguf_metadata
-from ._reasoning import ReasoningSpan, after_reasoning
+from ._gguf import read_gguf_metadata
+from ._reasoning import after_reasoning
 from ._tools import ToolSchema, arguments, free_text, parse_tool_calls, tool_calls, tool_calls_or_text
 from ._compile import CompiledGrammar, compile
 from ._timing import CompileProfile
@@ -55,6 +55,7 @@ __all__ = [
     "compile",
     "either",
     "fill_next_token_bitmasks",
+    "gbnf_problem",
     "from_gbnf",
     "from_json_schema",
     "from_regex",

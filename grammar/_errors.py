@@ -1,4 +1,11 @@
-"""Errors raised while building or running a grammar."""
+"""Errors raised while building or running a grammar, and reading a model's vocabulary.
+
+    GrammarError                 every error of this package
+    ├── CompileError             a source that cannot be compiled soundly (.keyword, .pointer)
+    │   └── LimitError           a bound on compile work or size was met
+    ├── MatcherError             a matcher driven where the grammar cannot go
+    └── GGUFError                a file that is no GGUF this reader understands (also a ValueError)
+"""
 
 from __future__ import annotations
 
@@ -33,3 +40,7 @@ class LimitError(CompileError):
 
 class MatcherError(GrammarError):
     """A matcher was driven somewhere the grammar cannot go (e.g. a mask that allows nothing)."""
+
+
+class GGUFError(GrammarError, ValueError):
+    """A file that is not a GGUF file this reader understands, or a header that is cut short."""

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from ._errors import GGUFError
+
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
 
@@ -56,10 +58,6 @@ _ARRAY_DTYPES = {
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 _HEADER = struct.Struct("<4sIQQ")
-
-
-class GGUFError(ValueError):
-    """A file that is not a GGUF file this reader understands, or a header that is cut short."""
 
 
 def read_gguf_metadata(

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._errors import CompileError
+from ._gbnf_render import to_gbnf
 from ._ir import Node, Ref, Rules, alt, rebuilt, shallow
 
-if TYPE_CHECKING:
-    from ._reasoning import ReasoningSpan
 
 
 @dataclass(frozen=True)
@@ -27,6 +26,36 @@ class Ignored:
 
     keyword: str
     pointer: str
+
+
+SPAN_BLANKS = " \t\n\r"  # what may stand between a reasoning span's close and the body
+
+
+@dataclass(frozen=True)
+class ReasoningSpan:
+    """How a model marks its reasoning: the `open` and `close` texts around it, and at most
+    `max_tokens` tokens between them (None: no budget beyond the generation's own)."""
+
+    open: str = "<think>"
+    close: str = "</think>"
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.open or not self.close:
+            raise CompileError("a reasoning span needs a non-empty open and close text", keyword="reasoning")
+        if self.max_tokens is not None and self.max_tokens < 0:
+            raise CompileError(f"a reasoning span's max_tokens must be >= 0, not {self.max_tokens}",
+                               keyword="reasoning")
+
+    def split(self, text: str) -> tuple[str | None, str]:
+        """`text` as (the reasoning between open and close, what follows it, blanks stripped);
+        (None, `text`) where it does not open with a span."""
+        if not text.startswith(self.open):
+            return None, text
+        end = text.find(self.close, len(self.open))
+        if end < 0:
+            return None, text
+        return text[len(self.open):end], text[end + len(self.close):].lstrip(SPAN_BLANKS)
 
 
 class Grammar:
@@ -97,8 +126,6 @@ class Grammar:
         """This grammar as GBNF text, as llama.cpp's grammar parser reads it (rendered once: a
         server runtime sends it with every request)."""
         if self._gbnf is None:
-            from ._gbnf import to_gbnf
-
             self._gbnf = to_gbnf(self._rules)
         return self._gbnf
 

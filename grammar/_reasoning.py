@@ -10,41 +10,10 @@ tokens): a runtime that decodes locally writes the close once the budget is spen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from ._errors import CompileError
-from ._grammar import Grammar, merge_rules
+from ._grammar import SPAN_BLANKS, Grammar, ReasoningSpan, merge_rules
 from ._ir import Node, alt, char_set, lit, negate, ref, repeat, seq
 
-_BLANKS = " \t\n\r"
 _MAX_BLANKS = 4  # between the close and the body
-
-
-@dataclass(frozen=True)
-class ReasoningSpan:
-    """How a model marks its reasoning: the `open` and `close` texts around it, and at most
-    `max_tokens` tokens between them (None: no budget beyond the generation's own)."""
-
-    open: str = "<think>"
-    close: str = "</think>"
-    max_tokens: int | None = None
-
-    def __post_init__(self) -> None:
-        if not self.open or not self.close:
-            raise CompileError("a reasoning span needs a non-empty open and close text", keyword="reasoning")
-        if self.max_tokens is not None and self.max_tokens < 0:
-            raise CompileError(f"a reasoning span's max_tokens must be >= 0, not {self.max_tokens}",
-                               keyword="reasoning")
-
-    def split(self, text: str) -> tuple[str | None, str]:
-        """`text` as (the reasoning between open and close, what follows it, blanks stripped);
-        (None, `text`) where it does not open with a span."""
-        if not text.startswith(self.open):
-            return None, text
-        end = text.find(self.close, len(self.open))
-        if end < 0:
-            return None, text
-        return text[len(self.open):end], text[end + len(self.close):].lstrip(_BLANKS)
 
 
 def after_reasoning(body: Grammar, span: ReasoningSpan = ReasoningSpan(), *, required: bool = True) -> Grammar:
@@ -59,7 +28,7 @@ def after_reasoning(body: Grammar, span: ReasoningSpan = ReasoningSpan(), *, req
     after = f"body-{body.root}"
     # A few blanks, not any number: after a close it was made to write, a model may go on
     # with blanks to the end of its budget.
-    rules["reasoning-end"] = seq(repeat(char_set(_BLANKS), 0, _MAX_BLANKS), ref(after))
+    rules["reasoning-end"] = seq(repeat(char_set(SPAN_BLANKS), 0, _MAX_BLANKS), ref(after))
     rules.update(_text_until(span.close, "reasoning-", ref("reasoning-end")))
     thought = seq(lit(span.open), ref("reasoning-0"))
     rules["root"] = thought if required else alt(thought, ref(after))

@@ -1,5 +1,5 @@
 """GBNF both ways: rendered text means what the IR means, parses back to the same language, is
-well formed, and is accepted by llama.cpp's own grammar parser; `well_formed` names each defect."""
+well formed, and is accepted by llama.cpp's own grammar parser; `gbnf_problem` names each defect."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ir_sampling import edited, sentence
 
+import grammar
 from grammar._errors import CompileError, LimitError
-from grammar._gbnf import from_gbnf, to_gbnf, well_formed
+from grammar._gbnf_parse import from_gbnf, gbnf_problem
+from grammar._gbnf_render import to_gbnf
 from grammar._grammar import Grammar
 from grammar._ir import (
     ANY_CHAR,
@@ -133,7 +135,7 @@ SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[Heal
 @given(grammars(), st.randoms(use_true_random=False))
 def test_rendered_text_parses_back_to_the_same_language(rules, rng):
     text = to_gbnf(rules)
-    assert well_formed(text) is None, text
+    assert gbnf_problem(text) is None, text
     back = from_gbnf(text)
     original = Grammar(rules.rules, rules.root)
     samples = []
@@ -202,7 +204,7 @@ def test_nullable_loops_are_rewritten_without_changing_the_language():
         }
     )
     text = to_gbnf(rules)
-    assert well_formed(text) is None
+    assert gbnf_problem(text) is None
     g, back = Grammar(rules.rules), from_gbnf(text)
     for s in ["b", "ab", "cdcb", "ddb", "dcab", "ba", "dd"]:
         assert g.accepts(s) == back.accepts(s)
@@ -271,7 +273,7 @@ JSONISH = (
     ],
 )
 def test_gbnf_texts_mean_what_llama_cpp_reads(text, accepted, rejected):
-    assert well_formed(text) is None
+    assert gbnf_problem(text) is None
     g = from_gbnf(text)
     for s in accepted:
         assert g.accepts(s), s
@@ -316,9 +318,10 @@ DEFECTS = [
 
 
 @pytest.mark.parametrize("text,problem,_llama_refuses", DEFECTS)
-def test_well_formed_names_each_defect_and_its_line(text, problem, _llama_refuses):
-    found = well_formed(text)
+def test_gbnf_problem_names_each_defect_and_its_line(text, problem, _llama_refuses):
+    found = gbnf_problem(text)
     assert found is not None and problem in found, found
+    assert grammar.well_formed(text) == found  # the earlier name still works
     with pytest.raises(CompileError) as info:
         from_gbnf(text)
     assert info.value.reason == found

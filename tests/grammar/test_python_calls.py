@@ -145,7 +145,7 @@ def test_python_envelope_grammars_render_as_gbnf_with_the_same_language():
     """Servers take the grammar as GBNF: the rendered text reads back to the same calls."""
     g = grammar.tool_calls_or_text(TOOLS, envelope="python", max_calls=2)
     text = g.to_gbnf()
-    assert grammar.well_formed(text) is None
+    assert grammar.gbnf_problem(text) is None
     back = grammar.from_gbnf(text)
     for sample in ['[now(), spotify.play(artist="a", duration=3)]', "No.", "[now(), now(), now()]", "[now("]:
         assert back.accepts(sample) == g.accepts(sample)

@@ -191,7 +191,7 @@ def test_errors_name_the_tool_and_place():
 
 def test_tool_grammar_renders_well_formed_gbnf():
     text = grammar.tool_calls_or_text(TOOLS, envelope="hermes", max_calls=3).to_gbnf()
-    assert grammar.well_formed(text) is None
+    assert grammar.gbnf_problem(text) is None
 
 
 def test_either_accepts_a_sentence_of_any_part_and_keeps_what_each_dropped():
