@@ -57,7 +57,7 @@ class Ours(Engine):
     name = "agentkit"
 
     def prepare(self, vocab: Vocabulary) -> float:
-        from grammar._tokens import token_tables
+        from grammar.testing import token_tables
 
         self.vocab = vocab
         start = time.perf_counter()

@@ -36,9 +36,8 @@ from jsonschema.validators import Draft202012Validator, validator_for
 
 from bench._progress import progress
 from grammar import CompileError, from_json_schema
-from grammar._automaton import Automaton
-from grammar._errors import GrammarError
-from grammar._json_refs import LEGACY, Document, Place
+from grammar import GrammarError
+from grammar.testing import LEGACY, Automaton, Document, Place
 
 SUBSETS = [
     "Glaiveai2K", "Github_trivial", "Github_easy", "Github_medium", "Github_hard", "Github_ultra",

@@ -20,7 +20,6 @@ Figures are medians of `--repeats` runs, engines interleaved, in milliseconds.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from typing import Any

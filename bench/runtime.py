@@ -27,7 +27,7 @@ import runtimes
 from bench import models
 from bench._progress import progress
 from runtimes._sampling import Sampler
-from runtimes._scheduler import Feed
+from runtimes._batch import Feed
 
 SCHEMAS = {
     "person": {

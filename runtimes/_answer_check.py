@@ -20,7 +20,7 @@ from typing import Any, Literal
 import jsonschema
 from referencing.exceptions import Unresolvable
 
-from grammar import CompiledGrammar, Grammar, GrammarError, Matcher, Vocabulary
+from grammar import Grammar, GrammarError, Matcher, Vocabulary
 from grammar import compile as compile_grammar
 
 from ._errors import RuntimeFailure
@@ -31,7 +31,6 @@ Verdict = Literal["whole", "prefix", "rejected"]
 # so the smallest one serves (one token and an end of sequence).
 _WALK_VOCABULARY = Vocabulary([b" ", b""], eos_ids=[1], name="answer-check")
 _lock = threading.Lock()
-_compiled: weakref.WeakKeyDictionary[Grammar, CompiledGrammar] = weakref.WeakKeyDictionary()
 _validators: weakref.WeakKeyDictionary[Grammar, Any] = weakref.WeakKeyDictionary()
 
 _JSON_STRING_OR_REST = re.compile(r'"(?:[^"\\]|\\.)*"?|[^"]+', re.DOTALL)
@@ -75,15 +74,10 @@ def _accepts(g: Grammar, text: str) -> bool:
 
 def _continues(g: Grammar, text: str) -> bool:
     """Whether the grammar's matcher can walk all of `text` (so the answer may go on)."""
-    with _lock:
-        compiled = _compiled.get(g)
-    if compiled is None:
-        try:
-            compiled = compile_grammar(g, _WALK_VOCABULARY)
-        except GrammarError as exc:
-            raise RuntimeFailure(f"the answer could not be checked against {g!r}: {exc}") from exc
-        with _lock:
-            _compiled[g] = compiled
+    try:
+        compiled = compile_grammar(g, _WALK_VOCABULARY)  # cached by grammar.compile
+    except GrammarError as exc:
+        raise RuntimeFailure(f"the answer could not be checked against {g!r}: {exc}") from exc
     return Matcher(compiled).accept_bytes(text.encode("utf-8", "surrogatepass"))
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import weakref
 from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +26,8 @@ from grammar import CompiledGrammar, Grammar, Matcher, TokenMask, Vocabulary
 from ._errors import RuntimeFailure
 from ._protocol import Generation, Messages, Request, Runtime, TextStream
 from ._sampling import Sampler
-from ._scheduler import Feed, Scheduler
+from ._batch import Feed
+from ._scheduler import Scheduler
 from ._sequence import Sequence
 
 logger = logging.getLogger("runtimes")
@@ -50,8 +50,6 @@ class LocalRuntime(Runtime):
     def __init__(self, seed: int | None = None) -> None:
         # Calls without a seed draw one from here: a run of calls is reproducible, calls differ.
         self._seeds = np.random.default_rng(seed)
-        self._compiled: weakref.WeakKeyDictionary[Grammar, CompiledGrammar] = weakref.WeakKeyDictionary()
-        self._compile_lock = threading.Lock()  # concurrent calls with one new schema compile it once
         self._model_lock = threading.Lock()  # the model's state: the scheduler's, or a benchmark's
         self._scheduler_: Scheduler | None = None
         self._released = False
@@ -120,12 +118,9 @@ class LocalRuntime(Runtime):
     # --- public calls -------------------------------------------------------------------------
 
     def compiled(self, g: Grammar) -> CompiledGrammar:
-        """`g` compiled for this runtime's vocabulary, once per grammar."""
-        with self._compile_lock:
-            found = self._compiled.get(g)
-            if found is None:
-                found = self._compiled[g] = grammar_.compile(g, self.vocabulary)
-            return found
+        """`g` compiled for this runtime's vocabulary (`grammar.compile`'s cache: once per
+        grammar and vocabulary, also when concurrent calls bring the same new schema)."""
+        return grammar_.compile(g, self.vocabulary)
 
     async def _generate(self, request: Request) -> Generation:
         return await self._run(request, None)

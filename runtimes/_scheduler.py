@@ -16,29 +16,15 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from ._batch import BatchModel, Feed
 from ._errors import RuntimeFailure
 from ._sequence import Sequence
-
-if TYPE_CHECKING:
-    from ._local import LocalRuntime
 
 # A newcomer whose prompt shares at least this many more tokens with one still being read waits
 # for that read to pass them, and then starts from its cells instead of reading them again.
 SHARE_WAIT_TOKENS = 32
-
-
-@dataclass(frozen=True)
-class Feed:
-    """Tokens to append to one slot's sequence in a step, at positions `start`, `start + 1`, ..."""
-
-    slot: int
-    start: int
-    tokens: list[int]
-    logits: bool  # whether the logits after the last token are wanted
 
 
 @dataclass(eq=False)
@@ -60,9 +46,9 @@ class _Slot:
 
 
 class Scheduler:
-    """Admits, steps and retires the sequences of one `LocalRuntime`."""
+    """Admits, steps and retires the sequences of one local model."""
 
-    def __init__(self, model: LocalRuntime):
+    def __init__(self, model: BatchModel):
         self._model = model
         self._slots = [_Slot(i) for i in range(model.max_batch)]
         self._waiting: deque[Sequence] = deque()

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from grammar import Matcher, ReasoningSpan, TokenMask, Vocabulary
+from grammar import Matcher, ReasoningSpan, Vocabulary
 
 from ._errors import RuntimeFailure
 from ._protocol import FinishReason, Generation, Usage

@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from grammar import Vocabulary
-from grammar._gguf import read_gguf_metadata
+from grammar import Vocabulary, read_gguf_metadata
 
 from ._chat import ChatTemplate, tool_call_envelope
 from ._control_text import ControlTexts
@@ -28,7 +27,7 @@ from ._errors import RuntimeFailure, RuntimeUnavailable
 from ._llama_context import LlamaContext
 from ._llamacpp_check import ensure_long_prompts_run
 from ._local import LocalRuntime
-from ._scheduler import Feed
+from ._batch import Feed
 from ._protocol import Messages
 
 logger = logging.getLogger("runtimes")

@@ -22,7 +22,7 @@ from ._chat import with_tool_instructions
 from ._errors import GrammarIgnored, InvalidRequest, RuntimeFailure
 from .checks import check_text
 from ._local import LocalRuntime
-from ._scheduler import Feed
+from ._batch import Feed
 from ._protocol import Generation, Messages, Request, Runtime, TextStream, ToolCallEnvelope, Usage
 
 # Multi-byte pieces of JSON text, so random walks under a JSON grammar use tokens longer than

@@ -1,0 +1,42 @@
+"""What the batching scheduler and the models it drives agree on: a step's `Feed`s, and
+`BatchModel`, the face of a local model the scheduler sees (`LocalRuntime` is one; its
+subclasses implement the hooks). Below both, so neither imports the other."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Feed:
+    """Tokens to append to one slot's sequence in a step, at positions `start`, `start + 1`, ..."""
+
+    slot: int
+    start: int
+    tokens: list[int]
+    logits: bool  # whether the logits after the last token are wanted
+
+
+class BatchModel(Protocol):
+    """A model that decodes up to `max_batch` sequences (slots) per forward pass, at most
+    `batch_tokens` tokens a pass of which `prefill_chunk` may be one prompt's, in a cache of
+    `cache_cells` cells all slots share (None: each slot has its own)."""
+
+    name: str
+    closed: bool
+    max_batch: int
+    batch_tokens: int | None
+    prefill_chunk: int | None
+    cache_cells: int | None
+    _model_lock: threading.Lock  # held around every call below
+
+    def _begin(self, slot: int, keep: int) -> int:
+        """Drop what `slot`'s cache holds past its first `keep` tokens; how many it kept."""
+
+    def _begin_from(self, source: int, slot: int, length: int) -> bool:
+        """Start `slot` from the first `length` cached tokens of `source`'s; False if it can't."""
+
+    def _read(self, feeds: list[Feed]) -> list[Any]:
+        """One forward pass over every feed; per feed, the logits after its last token or None."""
