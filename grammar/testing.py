@@ -8,7 +8,7 @@ these change with the engine). Everything else outside `grammar` uses its public
 """
 
 from ._automaton import Automaton
-from ._json_refs import LEGACY, Document, Place
+from ._jsonschema.refs import LEGACY, Document, Place
 from ._tokens import token_tables
 
 __all__ = ["LEGACY", "Automaton", "Document", "Place", "token_tables"]

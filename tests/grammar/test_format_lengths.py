@@ -16,8 +16,8 @@ from jsonschema import Draft202012Validator
 
 import grammar
 from grammar import CompileError, Vocabulary
-from grammar._json_formats import CHECKED, format_language
-from grammar._json_lengths import node_lengths
+from grammar._jsonschema.formats import CHECKED, format_language
+from grammar._jsonschema.lengths import node_lengths
 
 EOS = 0
 FORMATS = sorted(CHECKED["draft2020-12"])

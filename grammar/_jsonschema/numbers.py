@@ -16,9 +16,9 @@ from fractions import Fraction
 from os.path import commonprefix
 from typing import Callable
 
-from . import _json_lang as lang
-from ._errors import CompileError, LimitError
-from ._ir import EMPTY, NOTHING, Node, alt, chars, lit, opt, plus, ref, repeat, seq, star
+from .._errors import CompileError, LimitError
+from .._ir import EMPTY, NOTHING, Node, alt, chars, lit, opt, plus, ref, repeat, seq, star
+from . import lang
 
 DIGIT = chars([(0x30, 0x39)])
 NONZERO = chars([(0x31, 0x39)])

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from math import isqrt
 
-from ._errors import LimitError
-from ._ir import EMPTY, Alt, Chars, Lit, Node, Repeat, Seq, alt, repeat, seq, walk
+from .._errors import LimitError
+from .._ir import EMPTY, Alt, Chars, Lit, Node, Repeat, Seq, alt, repeat, seq, walk
 
 # A minLength past which a language keeps one way of being that long (one alternative, one
 # part that takes the length): every way spells a counted repeat that long, and a few of them

@@ -16,8 +16,8 @@ import re
 from functools import lru_cache
 from typing import Callable, Iterable
 
-from ._errors import CompileError
-from ._ir import ANY_CHAR, EMPTY, NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, char_set, chars, lit, negate, repeat, seq
+from .._errors import CompileError
+from .._ir import ANY_CHAR, EMPTY, NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, char_set, chars, lit, negate, repeat, seq
 
 # Code points JSON text cannot hold as themselves.
 _MUST_ESCAPE = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C))

@@ -11,8 +11,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Callable
 
-from ._errors import LimitError
-from ._ir import ANY_CHAR, EMPTY, NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, chars, lit, ref, seq, star
+from .._errors import LimitError
+from .._ir import ANY_CHAR, EMPTY, NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, chars, lit, ref, seq, star
 
 MAX_NFA_STATES = 20_000
 MAX_DFA_STATES = 10_000

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
-from ._errors import CompileError, LimitError
+from .._errors import CompileError, LimitError
 
 DRAFT4, DRAFT6, DRAFT7, DRAFT2019, DRAFT2020 = "draft4", "draft6", "draft7", "draft2019-09", "draft2020-12"
 LEGACY = (DRAFT4, DRAFT6, DRAFT7)  # dialects where `$ref` hides its siblings

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ._ir import ANY_CHAR, Node, alt, char_set, chars, lit, opt, plus, repeat, seq, star
-from ._json_lang import DFA, from_node
+from .._ir import ANY_CHAR, Node, alt, char_set, chars, lit, opt, plus, repeat, seq, star
+from .lang import DFA, from_node
 
 _D4 = {"date-time", "email", "hostname", "idn-email", "ipv4", "ipv6", "regex", "uri"}
 _D6 = _D4 | {"json-pointer", "uri-reference", "uri-template"}
