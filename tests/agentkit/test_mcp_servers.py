@@ -26,7 +26,7 @@ pytest.importorskip("mcp")
 pytest.importorskip("mcp_server_time")
 
 from agentkit import Agent, RunError, ToolArgumentsError, ToolDefinitionError, ToolTimeout  # noqa: E402
-from agentkit._mcp_results import result_value  # noqa: E402
+from agentkit.mcp._results import result_value  # noqa: E402
 from agentkit.mcp import (  # noqa: E402
     MCPConnectError,
     MCPProtocolError,

@@ -31,7 +31,7 @@ SHUTDOWN_GRACE = 10.0
 """Seconds to wait for a shutdown hurried by a second cancellation (the SDK bounds each of its
 own steps: closing stdin, SIGTERM, SIGKILL, about six seconds in all)."""
 
-SUPERVISOR = Path(__file__).with_name("_mcp_supervisor.py")
+SUPERVISOR = Path(__file__).with_name("_supervisor.py")
 
 
 def stdio_transport(
@@ -42,7 +42,7 @@ def stdio_transport(
 
     The SDK signals that group only when the server does not exit by itself, and a process that
     moved to a group or session of its own is never in it. So on Linux the server runs under
-    `_mcp_supervisor`, which outlives it only to stop every process it left."""
+    `_supervisor`, which outlives it only to stop every process it left."""
     if sys.platform == "linux":
         if not _runnable(command, {**get_default_environment(), **(env or {})}.get("PATH"), cwd):
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)  # as the SDK's spawn says

@@ -14,11 +14,11 @@ from mcp import MCPError
 from mcp import types as mcp_types
 from mcp.client import Transport
 
-from ._context import RunContext
-from ._mcp_connection import Connection, http_transport, stdio_transport
-from ._mcp_errors import MCPConnectError, MCPProtocolError, MCPServerLost, MCPToolError, MCPToolNameCollision
-from ._mcp_results import content_text, result_value
-from ._tool import Tool
+from .._context import RunContext
+from ._connection import Connection, http_transport, stdio_transport
+from ._errors import MCPConnectError, MCPProtocolError, MCPServerLost, MCPToolError, MCPToolNameCollision
+from ._results import content_text, result_value
+from .._tool import Tool
 
 MAX_TOOL_PAGES = 100
 """Pages of `tools/list` read at most: a server whose cursor never ends cannot hang a listing."""

@@ -1,6 +1,6 @@
 """The parent of a stdio MCP server on Linux, so that every process the server starts stops with it.
 
-Run as `python -I _mcp_supervisor.py COMMAND ARGS...` in the server's place. It makes itself a
+Run as `python -I _supervisor.py COMMAND ARGS...` in the server's place. It makes itself a
 child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`), so a process the server starts that outlives
 its own parent, or moves to a session or process group of its own, is re-parented to it
 rather than to init and stays findable. It starts the server on its own stdin, stdout and
@@ -31,7 +31,7 @@ POLL = 0.02
 
 def main(argv: list[str]) -> int:
     if not argv:
-        print("usage: _mcp_supervisor.py COMMAND [ARGS...]", file=sys.stderr)
+        print("usage: _supervisor.py COMMAND [ARGS...]", file=sys.stderr)
         return 2
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         print(f"agentkit: prctl(PR_SET_CHILD_SUBREAPER) failed: {os.strerror(ctypes.get_errno())}", file=sys.stderr)

@@ -13,7 +13,7 @@ call (`MCPToolError`, `MCPProtocolError`, `ToolTimeout`) goes back to the model 
 error; a server lost mid-call is an `MCPServerLost`, which carries the run's messages.
 """
 
-from ._mcp_errors import (
+from ._errors import (
     MCPConnectError,
     MCPProtocolError,
     MCPServerError,
@@ -21,7 +21,7 @@ from ._mcp_errors import (
     MCPToolError,
     MCPToolNameCollision,
 )
-from ._mcp_server import MCPServer, tools_of
+from ._server import MCPServer, tools_of
 
 __all__ = [
     "MCPConnectError",

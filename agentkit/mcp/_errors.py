@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._errors import AgentkitError, RunError
+from .._errors import AgentkitError, RunError
 
 
 class MCPServerError(AgentkitError):
