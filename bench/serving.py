@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +41,7 @@ import runtimes
 from agentkit import aextract
 from bench import _servers as servers
 from bench._people import TEXTS, Person
+from bench._waves import in_flight
 from runtimes import OpenAICompatible
 
 
@@ -73,17 +73,8 @@ class Recording(OpenAICompatible):
 
 
 async def wave(one: Callable[[str], Awaitable[bool]], texts: list[str], n: int) -> Wave:
-    gate = asyncio.Semaphore(n)
-
-    async def timed(text: str) -> tuple[float, bool]:
-        async with gate:
-            started = time.perf_counter()
-            ok = await one(text)
-            return time.perf_counter() - started, ok
-
-    started = time.perf_counter()
-    done = await asyncio.gather(*(timed(t) for t in texts))
-    return Wave(time.perf_counter() - started, [d for d, _ in done], sum(ok for _, ok in done))
+    wall, done = await in_flight(one, texts, n)
+    return Wave(wall, [d for d, _ in done], sum(ok for _, ok in done))
 
 
 def through_agentkit(rt: runtimes.Runtime, max_tokens: int) -> Callable[[str], Awaitable[bool]]:

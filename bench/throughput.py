@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +36,7 @@ import runtimes
 from bench import models
 from bench._people import SCHEMA, TEXTS, messages
 from bench._servers import Server, free_port
+from bench._waves import in_flight
 
 @dataclass
 class Run:
@@ -72,17 +72,7 @@ def valid(outputs: list[str]) -> int:
 async def ours(rt: runtimes.LlamaCpp, texts: list[str], n: int, max_tokens: int) -> Run:
     g = grammar.from_json_schema(SCHEMA)
     await rt.generate(messages("Ann Lee, 30, a pilot in Oslo."), grammar=g, max_tokens=max_tokens)  # warm-up
-    gate = asyncio.Semaphore(n)
-
-    async def one(text: str):
-        async with gate:
-            started = time.perf_counter()
-            gen = await rt.generate(messages(text), grammar=g, max_tokens=max_tokens)
-            return time.perf_counter() - started, gen
-
-    started = time.perf_counter()
-    done = await asyncio.gather(*(one(t) for t in texts))
-    wall = time.perf_counter() - started
+    wall, done = await in_flight(lambda text: rt.generate(messages(text), grammar=g, max_tokens=max_tokens), texts, n)
     return Run(wall, [d for d, _ in done], sum(g.usage.completion_tokens for _, g in done),
                [g.text for _, g in done], [g.token_ids for _, g in done])
 
@@ -109,17 +99,7 @@ async def peer(server: Server, texts: list[str], n: int, max_tokens: int) -> Run
             return reply.json()
 
         await ask("Ann Lee, 30, a pilot in Oslo.")  # warm-up
-        gate = asyncio.Semaphore(n)
-
-        async def one(text: str):
-            async with gate:
-                started = time.perf_counter()
-                answer = await ask(text)
-                return time.perf_counter() - started, answer
-
-        started = time.perf_counter()
-        done = await asyncio.gather(*(one(t) for t in texts))
-        wall = time.perf_counter() - started
+        wall, done = await in_flight(ask, texts, n)
     return Run(wall, [d for d, _ in done], sum(a["usage"]["completion_tokens"] for _, a in done),
                [a["choices"][0]["message"]["content"] for _, a in done])
 
