@@ -103,8 +103,12 @@ def documents(n: int, least: int) -> list[str]:
     return [TEXTS[i % len(TEXTS)] for i in range(max(n, least))]
 
 
+def median_round(runs: list[Wave]) -> Wave:
+    return sorted(runs, key=lambda w: w.wall_s)[len(runs) // 2]
+
+
 def line(label: str, n: int, runs: list[Wave]) -> str:
-    mid = sorted(runs, key=lambda w: w.wall_s)[len(runs) // 2]
+    mid = median_round(runs)
     spread = f" (rounds {min(w.wall_s for w in runs):.2f}-{max(w.wall_s for w in runs):.2f} s)" if len(runs) > 1 else ""
     return (f"{label:<26} N={n:<3} {mid.docs_per_s:6.2f} docs/s  wall {mid.wall_s:6.2f} s{spread}  "
             f"p50 {statistics.median(mid.latencies):5.2f} s  valid {mid.valid}/{len(mid.latencies)}")
@@ -171,7 +175,7 @@ def main() -> None:
     if not args.no_local:
         local = asyncio.run(in_process(levels, args.max_tokens, args.documents))
         for n in levels:
-            mid = sorted(single[n], key=lambda w: w.wall_s)[len(single[n]) // 2]
+            mid = median_round(single[n])
             print(f"N={n}: vLLM/local docs/s {mid.docs_per_s / local[n].docs_per_s:.2f}")
     if not args.no_replicas:
         if "router" not in installation:
@@ -181,7 +185,7 @@ def main() -> None:
             pair = asyncio.run(against_server(router.url, levels, 1, args.max_tokens, args.documents,
                                               raw_side=False))
         for n in levels:
-            mid = sorted(single[n], key=lambda w: w.wall_s)[len(single[n]) // 2]
+            mid = median_round(single[n])
             print(f"N={n}: two replicas behind vllm-router / one server docs/s "
                   f"{pair[n][0].docs_per_s / mid.docs_per_s:.2f}")
 
