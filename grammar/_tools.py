@@ -3,10 +3,10 @@
 A call is `{"name":<one tool name>,"arguments":<that tool's arguments>}`, so a call naming one
 tool can never borrow another tool's arguments. The envelope is how a call is written around
 that object: `"json"` bare, `"hermes"` in `<tool_call>` tags as Qwen/Hermes chat templates
-teach, `"fenced"` in a ```json block as tool models often write anyway (a fence may also hold a JSON
-list of the turn's calls, the form a model that fences its calls writes several in). A tuple of
-envelopes lets the model open each call in whichever of them it chooses. Several calls follow
-one another, separated by a newline. `whitespace` allows up to that many blanks between the JSON
+teach, `"fenced"` in a ```json block as tool models often write anyway (a fence may also hold
+a JSON list of the turn's calls, as some models write several). A tuple of envelopes lets the
+model open each call in whichever of them it chooses. Several calls follow one another,
+separated by a newline. `whitespace` allows up to that many blanks between the JSON
 tokens of the call (so a model may pretty-print it as it would unconstrained). `preamble`
 lets free text come before the first call, as tool models often write ("I will look that up."):
 the text holds no tag or fence opening, and the first one it reaches begins the call.
@@ -113,7 +113,7 @@ def _call_rules(
         dup = sorted({n for n in names if names.count(n) > 1})
         raise CompileError(f"tool names must be unique; repeated: {', '.join(dup)}", keyword="name")
     rules: dict[str, Node] = {}
-    ws = repeat(char_set(_BLANKS), 0, whitespace) if whitespace else None
+    ws = _blanks(whitespace)
     branches = []
     dropped: list[Dropped] = []
     ignored: list[Ignored] = []
@@ -168,9 +168,14 @@ def _later_calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None
     return repeat(seq(lit("\n"), _one_call(call, chosen)), 0, _more_calls(max_calls))
 
 
+def _blanks(whitespace: int | None) -> Node | None:
+    """Up to `whitespace` blanks between a call's JSON tokens (None: compact, no blanks)."""
+    return repeat(char_set(_BLANKS), 0, whitespace) if whitespace else None
+
+
 def _call_list(call: Node, max_calls: int | None, whitespace: int | None) -> Node:
     """A JSON list of one to `max_calls` calls: all of a turn's calls in one fence."""
-    ws = repeat(char_set(_BLANKS), 0, whitespace) if whitespace else lit("")
+    ws = _blanks(whitespace) if whitespace else lit("")
     more = repeat(seq(ws, lit(","), ws, call), 0, _more_calls(max_calls))
     return seq(lit("["), ws, call, more, ws, lit("]"))
 
