@@ -25,7 +25,11 @@ def llama_server(smollm2_gguf: Path) -> str:
     """The root URL of `python -m llama_cpp.server` serving SmolLM2 on 127.0.0.1."""
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llama_cpp.server") is None:
         pytest.skip("llama_cpp.server is not importable: pip install 'agentkit[server]'")
-    server = servers.llama_server(smollm2_gguf)
+    yield from served(servers.llama_server(smollm2_gguf))
+
+
+def served(server: servers.Server):
+    """`server`'s root URL once it serves, for a fixture to yield; stopped after."""
     try:
         ready(server)
         yield server.url
@@ -53,9 +57,4 @@ def vllm_installed() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def vllm_server(vllm_installed: dict[str, str]):
     """The root URL of a vLLM server started once per session, stopped with all its processes."""
-    server = servers.vllm_server(vllm_installed)
-    try:
-        ready(server)
-        yield server.url
-    finally:
-        server.stop()
+    yield from served(servers.vllm_server(vllm_installed))

@@ -25,6 +25,10 @@ def llama_context(path: Path, max_batch: int):
                         unified=True)
 
 
+def tokens(ctx, text: str) -> list[int]:
+    return ctx.tokenize(text.encode(), add_special=False, parse_special=False)
+
+
 def forced(ctx, seq: int, prompt: list[int], continuation: list[int]) -> list[np.ndarray]:
     """The logits after the prompt (read in one pass) and after each forced next token."""
     rows = [ctx.decode([(seq, 0, prompt, True)])[0].copy()]
@@ -37,14 +41,12 @@ def test_a_slot_reused_after_a_cancel_reads_exactly_as_a_fresh_context(smollm2_g
     shared = llama_context(smollm2_gguf, max_batch=4)
     fresh = llama_context(smollm2_gguf, max_batch=4)
     try:
-        def tokens(text: str) -> list[int]:
-            return shared.tokenize(text.encode(), add_special=False, parse_special=False)
-
-        shared.decode([(1, 0, tokens("An idle prompt kept in the cache."), False)])  # a neighbour's cells
-        occupant = tokens("Tell me a long story about a dragon.")
+        shared.decode([(1, 0, tokens(shared, "An idle prompt kept in the cache."), False)])  # a neighbour's cells
+        occupant = tokens(shared, "Tell me a long story about a dragon.")
         forced(shared, 0, occupant, occupant[:6])  # an occupant decodes, then is cancelled:
         assert shared.keep(0, 0) == 0  # its cells go, as the scheduler drops them
-        prompt, continuation = tokens("Name three colours of the rainbow."), tokens(" Red, green and blue.")
+        prompt = tokens(shared, "Name three colours of the rainbow.")
+        continuation = tokens(shared, " Red, green and blue.")
         mine, theirs = forced(shared, 0, prompt, continuation), forced(fresh, 0, prompt, continuation)
         for step, (a, b) in enumerate(zip(mine, theirs, strict=True)):
             assert np.array_equal(a, b), f"step {step}: the reused slot's logits differ by {np.abs(a - b).max()}"
@@ -57,13 +59,10 @@ def run_beside(ctx, occupant: str, neighbour: str, prompt: list[int], continuati
     """`prompt` and its forced continuation on sequence 0 after `occupant` held it and was
     cancelled, while `neighbour` decodes one token a step beside it on sequence 1."""
 
-    def tokens(text: str) -> list[int]:
-        return ctx.tokenize(text.encode(), add_special=False, parse_special=False)
-
-    held = tokens(occupant)
+    held = tokens(ctx, occupant)
     forced(ctx, 0, held, held[:4])
     ctx.keep(0, 0)
-    beside = tokens(neighbour)
+    beside = tokens(ctx, neighbour)
     rows = [ctx.decode([(0, 0, prompt, True), (1, 0, beside[:3], True)])[0].copy()]
     for i, token in enumerate(continuation):
         entries = [(0, len(prompt) + i, [token], True), (1, 3 + i, [beside[(3 + i) % len(beside)]], True)]
@@ -77,15 +76,12 @@ def test_what_other_sequences_hold_does_not_move_a_calls_logits(smollm2_gguf):
     one = llama_context(smollm2_gguf, max_batch=4)
     other = llama_context(smollm2_gguf, max_batch=4)
     try:
-        def tokens(text: str) -> list[int]:
-            return one.tokenize(text.encode(), add_special=False, parse_special=False)
-
-        prompt, continuation = tokens("Name three colours of the rainbow."), tokens(" Red, green and blue.")
+        prompt, continuation = tokens(one, "Name three colours of the rainbow."), tokens(one, " Red, green and blue.")
         sides = [("Tell me a long story about a dragon.", "Ignore that and list ten animals."),
                  ("Write a poem about the sea at night.", "What is the boiling point of water?")]
         (occupant_a, neighbour_a), (occupant_b, neighbour_b) = sides
-        assert len(tokens(occupant_a)) == len(tokens(occupant_b))
-        assert len(tokens(neighbour_a)) == len(tokens(neighbour_b))
+        assert len(tokens(one, occupant_a)) == len(tokens(one, occupant_b))
+        assert len(tokens(one, neighbour_a)) == len(tokens(one, neighbour_b))
         mine = run_beside(one, *sides[0], prompt, continuation)
         theirs = run_beside(other, *sides[1], prompt, continuation)
         for step, (a, b) in enumerate(zip(mine, theirs, strict=True)):
