@@ -5,58 +5,50 @@ their results or errors go back to the model, until a final answer or a limit.""
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, overload
 
 from typing_extensions import TypeVar
 
-import grammar
 from grammar import Grammar, GrammarError, ReasoningSpan
 from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, tool_instructions
 
 from ._bounds import UnreadableTurn
-from ._context import RunContext
+from ._calls import count_failures, run_calls, tool_feedback
 from ._errors import (
     IncompleteOutput,
     InvalidArgument,
     ModelRequestFailed,
-    UnreadableOutput,
     OutputValidationError,
     RunError,
     RunTimeout,
     StepLimitExceeded,
     TokenLimitExceeded,
-    ToolArgumentsError,
-    ToolRetriesExceeded,
     UnexpectedModelOutput,
-    UnreadableResult,
+    UnreadableOutput,
     safe_str,
 )
-from ._events import Event, FinalResult, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
+from ._events import Event, FinalResult, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolResultEvent
 from ._inputs import check_agent_settings, check_generation_settings, check_runtime, check_text, check_tool_item
 from ._messages import (
-    CALL_WHITESPACE,
     Envelope,
     Message,
-    ToolCall,
     Turn,
     assistant_message,
     call_envelopes,
     initial_messages,
     parse_turn,
-    render_error,
-    render_result,
     tool_message,
 )
 from ._output import OutputSpec
-from ._repeats import ANSWER_NOW, REPEAT_CALLS, CallLedger, RepeatCalls, ValidCall, reuse_note
+from ._repeats import ANSWER_NOW, REPEAT_CALLS, CallLedger, RepeatCalls
 from ._runtime import budget_reached, model_written_calls, resolve_runtime
+from ._state import RunState
 from ._sync import run_to_end
 from ._tool import Tool, tool
+from ._turns import TurnGrammars, TurnKind, preamble
 
 ToolPrompt = Literal["template", "python"]
 TOOL_PROMPTS: tuple[ToolPrompt, ...] = ("template", "python")
@@ -66,28 +58,6 @@ envelope), or listed in the system message with a request for `[f(a=1), g(b="x")
 logger = logging.getLogger("agentkit")
 
 OutputT = TypeVar("OutputT", default=str)
-
-TurnKind = Literal["calls", "calls_or_answer", "answer"]
-"""What a model turn may be: tool calls only, tool calls or the final answer, the answer only."""
-
-
-@dataclass
-class _RunState:
-    """What a run has so far; every error raised mid-run carries `messages` and `usage`."""
-
-    messages: list[Message]
-    deps: Any
-    deadline: float | None
-    ledger: CallLedger
-    usage: RunUsage = field(default_factory=RunUsage)
-    records: list[ToolCallRecord] = field(default_factory=list)
-    step: int = 0
-    failures: collections.Counter[str] = field(default_factory=collections.Counter)
-    must_answer: bool = False
-
-    def context(self) -> dict[str, Any]:
-        return {"messages": list(self.messages), "usage": self.usage}
-
 
 class Agent(Generic[OutputT]):
     """A model with tools, and optionally a typed final output.
@@ -243,7 +213,7 @@ class Agent(Generic[OutputT]):
         self.reasoning = reasoning
         self.temperature = temperature
         self.seed = seed
-        self._grammars: dict[tuple[tuple[Envelope, ...], TurnKind], Grammar | None] = {}
+        self._grammars = TurnGrammars(self.output, max_calls_per_turn, reasoning)
 
     @property
     def runtime(self) -> Runtime:
@@ -258,43 +228,18 @@ class Agent(Generic[OutputT]):
         A call may be written in that envelope, in a ```json fence or bare, pretty-printed or
         not: tool models often answer in a form their template did not teach, and holding them
         to one they did not choose changes what they write."""
-        key = (call_envelopes(envelope), kind)
-        if key not in self._grammars:
-            g = self._build_grammar(*key)
-            if g is not None and self.reasoning is not None:
-                g = grammar.after_reasoning(g, self.reasoning)
-            self._grammars[key] = g
-        return self._grammars[key]
-
-    def _build_grammar(self, envelopes: tuple[Envelope, ...], kind: TurnKind) -> Grammar | None:
-        schemas = [t.tool_schema() for t in self.tools.values()]
-        options = {"envelope": envelopes, "max_calls": self.max_calls_per_turn, "lenient": True,
-                   "whitespace": CALL_WHITESPACE, "preamble": self._preamble(kind, envelopes)}
-        if not schemas:
-            return self.output.grammar if self.output else None
-        if kind == "answer":
-            return self.output.grammar if self.output else grammar.free_text(envelope=envelopes)
-        if kind == "calls":
-            return grammar.tool_calls(schemas, **options)
-        if self.output is None:
-            return grammar.tool_calls_or_text(schemas, **options)
-        return grammar.either(grammar.tool_calls(schemas, **options), self.output.grammar)
+        return self._grammars.get(self.tools, call_envelopes(envelope), kind)
 
     def _preamble(self, kind: TurnKind, envelopes: tuple[Envelope, ...]) -> bool:
-        """Whether text may come before a turn's calls: where the turn may also answer in text.
-        Tool models often say what they will do first, and without a preamble that sentence
-        is the final answer. Not where a call is required (a small model would spend the
-        turn's budget on the preamble), nor beside a typed output, whose JSON a preamble could
-        not be told from, nor for a list of Python calls, whose `[` prose holds too often."""
-        return kind == "calls_or_answer" and self.output is None and envelopes != ("python",)
+        return preamble(kind, envelopes, self.output is not None)
 
-    def _turn_kind(self, state: _RunState) -> TurnKind:
+    def _turn_kind(self, state: RunState) -> TurnKind:
         """`tool_choice` and `answer_on_repeat` (see the class docstring)."""
         if self._needs_a_success(state):
             return "calls"
         return "answer" if state.must_answer else "calls_or_answer"
 
-    def _needs_a_success(self, state: _RunState) -> bool:
+    def _needs_a_success(self, state: RunState) -> bool:
         """Whether turns are still held to calls: `tool_choice="required"` before any success."""
         return self.tool_choice == "required" and not any(r.ok for r in state.records)
 
@@ -349,18 +294,18 @@ class Agent(Generic[OutputT]):
             exc.usage = state.usage  # type: ignore[attr-defined]
             raise
 
-    def _start(self, prompt: str | list[Message], deps: Any) -> _RunState:
+    def _start(self, prompt: str | list[Message], deps: Any) -> RunState:
         deadline = None
         if self.timeout is not None:
             deadline = asyncio.get_running_loop().time() + self.timeout
-        return _RunState(initial_messages(prompt, self._system_prompt()), deps, deadline, CallLedger(self.repeat_calls))
+        return RunState(initial_messages(prompt, self._system_prompt()), deps, deadline, CallLedger(self.repeat_calls))
 
     def _envelope(self, runtime: Runtime) -> Envelope:
         """How this agent's model writes calls: as the runtime's template teaches, or the
         Python list the system prompt asks for (`tool_prompt="python"`)."""
         return "python" if self.tool_prompt == "python" else runtime.tool_call_envelope
 
-    async def _events(self, state: _RunState, *, stream: bool) -> AsyncIterator[Event]:
+    async def _events(self, state: RunState, *, stream: bool) -> AsyncIterator[Event]:
         with self._model_errors(state, "the default runtime"):
             runtime = self.runtime
         # With the python tool prompt the system message lists the tools; the template does not.
@@ -408,9 +353,9 @@ class Agent(Generic[OutputT]):
             state.messages.append(assistant_message(turn))
             for call in turn.calls:
                 yield ToolCallEvent(state.step, call)
-            records = await self._within(state, self._run_calls(state, turn.calls))
+            records = await self._within(state, run_calls(state, turn.calls, self.tools, self.tool_timeout))
             for record in records:
-                state.messages.append(tool_message(record.call, self._tool_feedback(record)))
+                state.messages.append(tool_message(record.call, tool_feedback(record)))
                 state.records.append(record)
                 yield ToolResultEvent(state.step, record)
             state.usage = state.usage + RunUsage(repeated_calls=sum(r.repeat_of is not None for r in records))
@@ -418,9 +363,9 @@ class Agent(Generic[OutputT]):
                     and state.ledger.goes_in_circles(records)):
                 state.must_answer = True
                 state.messages.append({"role": "user", "content": ANSWER_NOW})
-            self._count_failures(state, records)
+            count_failures(state, records, self.max_retries)
 
-    def _turn_budget(self, state: _RunState) -> int:
+    def _turn_budget(self, state: RunState) -> int:
         if self.token_budget is None:
             return self.max_tokens
         left = self.token_budget - state.usage.completion_tokens
@@ -428,7 +373,7 @@ class Agent(Generic[OutputT]):
             raise TokenLimitExceeded(f"the run used its token budget of {self.token_budget}", **state.context())
         return min(self.max_tokens, left)
 
-    async def _within(self, state: _RunState, work: Any, runtime: Runtime | None = None) -> Any:
+    async def _within(self, state: RunState, work: Any, runtime: Runtime | None = None) -> Any:
         """Await `work` within the run's deadline; for a model's `work` (`runtime` given),
         whatever the runtime raises becomes a run error (`_model_errors`)."""
         with self._model_errors(state, runtime.name) if runtime is not None else contextlib.nullcontext():
@@ -444,7 +389,7 @@ class Agent(Generic[OutputT]):
                 raise RunTimeout(f"the run took longer than its timeout of {self.timeout:g} s", **state.context()) from None
 
     @contextlib.contextmanager
-    def _model_errors(self, state: _RunState, name: str) -> Iterator[None]:
+    def _model_errors(self, state: RunState, name: str) -> Iterator[None]:
         """A runtime's failures (and its grammar's) as run errors that keep the messages so far;
         an error of another kind out of a runtime, or out of its grammar's compile, is a
         `ModelRequestFailed` too, with the original as `__cause__`."""
@@ -469,7 +414,7 @@ class Agent(Generic[OutputT]):
                 f"runtime {name!r} raised {type(exc).__name__}: {safe_str(exc)}", **state.context()
             ) from exc
 
-    def _refuse_unreadable_turn(self, state: _RunState, text: str, reason: str) -> None:
+    def _refuse_unreadable_turn(self, state: RunState, text: str, reason: str) -> None:
         """A turn too deep or too long to parse goes back to the model, as a failed output
         does, until more than `max_retries` such turns."""
         state.messages.append({"role": "assistant", "content": text})
@@ -480,7 +425,7 @@ class Agent(Generic[OutputT]):
         logger.info("correction %d of %d asked for: the turn %s", state.failures["unreadable"], self.max_retries, reason)
         state.messages.append({"role": "user", "content": f"That answer {reason}. Answer again, within those bounds."})
 
-    def _read(self, state: _RunState, generation: Generation, budget: int, g: Grammar | None, kind: TurnKind) -> Turn:
+    def _read(self, state: RunState, generation: Generation, budget: int, g: Grammar | None, kind: TurnKind) -> Turn:
         state.usage = state.usage + generation.usage
         if generation.finish_reason == "cancelled":
             raise asyncio.CancelledError("the runtime cancelled the generation")
@@ -520,7 +465,7 @@ class Agent(Generic[OutputT]):
         except ValueError as exc:
             raise UnexpectedModelOutput(f"turn {state.step}: {exc}", text=generation.text, **state.context()) from exc
 
-    def _accept_output(self, state: _RunState, turn: Turn) -> Any:
+    def _accept_output(self, state: RunState, turn: Turn) -> Any:
         assert self.output is not None
         state.messages.append(assistant_message(turn))
         try:
@@ -534,70 +479,7 @@ class Agent(Generic[OutputT]):
             state.messages.append({"role": "user", "content": f"That answer is not valid:\n{problems}\nAnswer again."})
             return _RETRY
 
-    async def _run_calls(self, state: _RunState, calls: Sequence[ToolCall]) -> list[ToolCallRecord]:
-        """Validate every call, then run the valid ones concurrently, repeats as `repeat_calls`
-        says; records in call order."""
-
-        async def run(valid: ValidCall) -> ToolCallRecord:
-            call = valid.call
-            context = RunContext(
-                deps=state.deps,
-                messages=tuple(state.messages),
-                step=state.step,
-                tool_name=call.name,
-                tool_call_id=call.id,
-                usage=state.usage,
-            )
-            state.usage = state.usage + RunUsage(tool_runs=1)
-            try:
-                result = await valid.tool.call(valid.arguments, context, timeout=self.tool_timeout)
-            except RunError:
-                raise  # a tool that ends the run (an MCP server lost mid-call) carries its messages
-            except Exception as exc:  # a failing tool is reported to the model, not raised
-                logger.warning("tool %r failed (%s: %s); the error goes back to the model",
-                               call.name, type(exc).__name__, safe_str(exc))
-                return ToolCallRecord(call, valid.arguments, error=exc)
-            try:
-                render_result(result)  # a value the model cannot read is the call's failure
-            except UnreadableResult as exc:
-                logger.warning("tool %r: %s; the error goes back to the model", call.name, exc)
-                return ToolCallRecord(call, valid.arguments, error=exc)
-            return ToolCallRecord(call, valid.arguments, result=result)
-
-        return await state.ledger.run_turn([self._validated(c) for c in calls], run)
-
-    def _validated(self, call: ToolCall) -> ValidCall | ToolCallRecord:
-        """The call ready to run, or its record if its arguments do not validate."""
-        t = self.tools[call.name]
-        try:
-            return ValidCall(call, t, t.validate(call.arguments))
-        except ToolArgumentsError as exc:
-            return ToolCallRecord(call, error=exc)
-
-    def _tool_feedback(self, record: ToolCallRecord) -> str:
-        if record.reused:
-            return f"{self._outcome_feedback(record)}\n{reuse_note(record)}"
-        return self._outcome_feedback(record)
-
-    def _outcome_feedback(self, record: ToolCallRecord) -> str:
-        if record.error is None:
-            try:
-                return render_result(record.result)
-            except UnreadableResult as exc:  # readable when the call ended, but not now
-                return render_error(exc)
-        return render_error(record.error)
-
-    def _count_failures(self, state: _RunState, records: list[ToolCallRecord]) -> None:
-        for record in records:
-            if isinstance(record.error, ToolArgumentsError):
-                state.failures[record.call.name] += 1
-                if state.failures[record.call.name] > self.max_retries:
-                    raise ToolRetriesExceeded(record.call.name, record.error, **state.context())
-                logger.info(
-                    "correction %d of %d asked for: %s", state.failures[record.call.name], self.max_retries, record.error
-                )
-
-    def _result(self, state: _RunState, output: Any) -> RunResult[OutputT]:
+    def _result(self, state: RunState, output: Any) -> RunResult[OutputT]:
         return RunResult(output, list(state.messages), state.usage, list(state.records), state.step)
 
 

@@ -1,4 +1,30 @@
-"""Typed errors. Every error raised during a run carries the messages so far, so none is lost."""
+"""Typed errors. Every error raised during a run carries the messages so far, so none is lost.
+
+The tree (a name in parentheses is a builtin base it also has, so code catching that still does):
+
+    AgentkitError
+    ├── ToolDefinitionError (TypeError)      a tool or output type that cannot be built
+    ├── InvalidArgument (TypeError, ValueError)  an argument no run could start from
+    ├── ToolAborted                          a tool raised a BaseException; goes to the model
+    ├── UnreadableResult                     a tool's result that cannot become text; goes to the model
+    ├── ToolTimeout (TimeoutError)           a tool call past its timeout; goes to the model
+    ├── RepeatedCall                         a refused repeat; goes to the model
+    ├── ValidationFailed                     a value that did not validate (`violations`)
+    │   ├── ToolArgumentsError               a call's arguments; goes to the model
+    │   └── OutputValidationError            a final output, after its corrections
+    └── RunError                             a run that stopped (`messages`, `usage`)
+        ├── UsageLimitExceeded               a limit reached (`limit`)
+        │   ├── StepLimitExceeded            max_steps
+        │   ├── TokenLimitExceeded           max_tokens, token_budget
+        │   │   └── IncompleteOutput         an answer cut by its budget (`text`)
+        │   └── RunTimeout                   timeout
+        ├── ToolRetriesExceeded              a tool's arguments failed too often
+        ├── ModelRequestFailed               the runtime failed (`__cause__`)
+        ├── UnexpectedModelOutput            text the grammar should have made impossible
+        └── UnreadableOutput                 turns too deep or long to parse, too often
+
+`Violation` (one failed field) is a record, not an error.
+"""
 
 from __future__ import annotations
 
