@@ -48,6 +48,7 @@ from ._events import Event, FinalResult, RunResult, RunUsage, TextDelta, ToolCal
 from ._extract import aextract, extract
 from ._messages import Message, ToolCall
 from ._repeats import RepeatCalls
+from ._settings import ModelSettings
 from ._tool import Tool, tool
 
 try:  # the installed distribution's version; a checkout that was never installed has none
@@ -67,6 +68,7 @@ __all__ = [
     "InvalidArgument",
     "Message",
     "ModelRequestFailed",
+    "ModelSettings",
     "OutputValidationError",
     "RepeatCalls",
     "RepeatedCall",

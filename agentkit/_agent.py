@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from typing import Any, Generic, Literal, overload
 
 from typing_extensions import TypeVar
 
 from grammar import Grammar, GrammarError, ReasoningSpan
-from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, tool_instructions
+from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, checks, tool_instructions
 
 from ._bounds import UnreadableTurn
 from ._calls import count_failures, run_calls, tool_feedback
@@ -31,19 +31,28 @@ from ._errors import (
     safe_str,
 )
 from ._events import Event, FinalResult, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolResultEvent
-from ._inputs import check_agent_settings, check_generation_settings, check_runtime, check_text, check_tool_item
+from ._inputs import (
+    as_argument_error,
+    check_agent_settings,
+    check_generation_settings,
+    check_runtime,
+    check_text,
+    check_tool_item,
+)
 from ._messages import (
     Envelope,
     Message,
     Turn,
     assistant_message,
     call_envelopes,
+    conversation,
     initial_messages,
     parse_turn,
     tool_message,
 )
 from ._output import OutputSpec
 from ._repeats import ANSWER_NOW, REPEAT_CALLS, CallLedger, RepeatCalls
+from ._settings import ModelSettings, RunSettings, check_model_settings, check_tool_choice, run_tools
 from ._runtime import budget_reached, model_written_calls, resolve_runtime
 from ._state import RunState
 from ._sync import run_to_end
@@ -58,6 +67,7 @@ envelope), or listed in the system message with a request for `[f(a=1), g(b="x")
 logger = logging.getLogger("agentkit")
 
 OutputT = TypeVar("OutputT", default=str)
+
 
 class Agent(Generic[OutputT]):
     """A model with tools, and optionally a typed final output.
@@ -86,7 +96,14 @@ class Agent(Generic[OutputT]):
     the model is going in circles, so the run ends with an answer rather than at
     `max_steps`. `tool_choice="required"` means at least one successful call: until a call
     has succeeded, every turn is held to tool calls (going in circles then changes nothing);
-    after that a turn may call tools or answer. "auto" lets the model answer at any turn.
+    after that a turn may call tools or answer. "auto" lets the model answer at any turn. A
+    tool's name forces that tool: until a call of it has succeeded, every turn is held to calls
+    of it alone (its grammar, no other tool's); then the run goes on as "auto".
+
+    Model settings: `temperature`, `top_p`, `seed` and `max_tokens`, or the same as a
+    `model_settings` dict (which wins); `agent.run(..., model_settings=...)` overrides them for
+    one run, key by key. A run may also bring `extra_tools`, keep to `allowed_tools` (names),
+    and set its own `tool_choice`.
 
     `reasoning` (a `grammar.ReasoningSpan`): for thinking models, each turn may open with free
     reasoning between the span's open and close texts (`<think>…</think>`), within its
@@ -118,13 +135,15 @@ class Agent(Generic[OutputT]):
         tool_timeout: float | None = 60.0,
         max_retries: int = 2,
         max_calls_per_turn: int = 4,
-        tool_choice: Literal["auto", "required"] = "auto",
+        tool_choice: str = "auto",
         tool_prompt: ToolPrompt = "template",
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
         temperature: float = 0.0,
+        top_p: float = 1.0,
         seed: int | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> None: ...
 
     @overload
@@ -142,13 +161,15 @@ class Agent(Generic[OutputT]):
         tool_timeout: float | None = 60.0,
         max_retries: int = 2,
         max_calls_per_turn: int = 4,
-        tool_choice: Literal["auto", "required"] = "auto",
+        tool_choice: str = "auto",
         tool_prompt: ToolPrompt = "template",
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
         temperature: float = 0.0,
+        top_p: float = 1.0,
         seed: int | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> None: ...
 
     def __init__(
@@ -165,18 +186,24 @@ class Agent(Generic[OutputT]):
         tool_timeout: float | None = 60.0,
         max_retries: int = 2,
         max_calls_per_turn: int = 4,
-        tool_choice: Literal["auto", "required"] = "auto",
+        tool_choice: str = "auto",
         tool_prompt: ToolPrompt = "template",
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
         temperature: float = 0.0,
+        top_p: float = 1.0,
         seed: int | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> None:
         check_agent_settings(dict(max_steps=max_steps, max_calls_per_turn=max_calls_per_turn, max_retries=max_retries,
                                   token_budget=token_budget, timeout=timeout, tool_timeout=tool_timeout,
                                   answer_on_repeat=answer_on_repeat))
         check_generation_settings(max_tokens=max_tokens, temperature=temperature, seed=seed)
+        with as_argument_error():
+            checks.check_number("top_p", top_p, high=1.0, low_open=True)
+        self.model_settings = ModelSettings(max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed)
+        self.model_settings.update(check_model_settings(model_settings))
         check_runtime(runtime)
         check_text("system_prompt", system_prompt)
         if reasoning is not None and not isinstance(reasoning, ReasoningSpan):
@@ -194,15 +221,13 @@ class Agent(Generic[OutputT]):
         self.system_prompt = system_prompt
         self.output = OutputSpec(output_type) if output_type is not None else None
         self.max_steps = max_steps
-        self.max_tokens = max_tokens
+        self.max_tokens = self.model_settings["max_tokens"]
         self.token_budget = token_budget
         self.timeout = timeout
         self.tool_timeout = tool_timeout
         self.max_retries = max_retries
         self.max_calls_per_turn = max_calls_per_turn
-        if tool_choice not in ("auto", "required") or (tool_choice == "required" and not self.tools):
-            raise InvalidArgument("tool_choice", f"must be 'auto' or 'required' (with tools), got {tool_choice!r}")
-        self.tool_choice = tool_choice
+        self.tool_choice = check_tool_choice(tool_choice, self.tools)
         if tool_prompt not in TOOL_PROMPTS:
             raise InvalidArgument("tool_prompt", f"must be one of {', '.join(map(repr, TOOL_PROMPTS))}, got {tool_prompt!r}")
         self.tool_prompt = tool_prompt
@@ -211,8 +236,8 @@ class Agent(Generic[OutputT]):
         self.repeat_calls = repeat_calls
         self.answer_on_repeat = answer_on_repeat
         self.reasoning = reasoning
-        self.temperature = temperature
-        self.seed = seed
+        self.temperature = self.model_settings["temperature"]
+        self.seed = self.model_settings["seed"]
         self._grammars = TurnGrammars(self.output, max_calls_per_turn, reasoning)
 
     @property
@@ -240,24 +265,52 @@ class Agent(Generic[OutputT]):
         return "answer" if state.must_answer else "calls_or_answer"
 
     def _needs_a_success(self, state: RunState) -> bool:
-        """Whether turns are still held to calls: `tool_choice="required"` before any success."""
-        return self.tool_choice == "required" and not any(r.ok for r in state.records)
+        """Whether turns are still held to calls: `tool_choice="required"` before any success,
+        or a forced tool before a call of it succeeded."""
+        choice = state.settings.tool_choice
+        if choice == "auto":
+            return False
+        return not any(r.ok and (choice == "required" or r.call.name == choice) for r in state.records)
 
-    def _system_prompt(self) -> str | None:
+    def _turn_tools(self, state: RunState) -> dict[str, Tool]:
+        """The tools a turn may call: the forced one alone while it is forced, else the run's."""
+        choice, tools = state.settings.tool_choice, state.settings.tools
+        if choice in tools and self._needs_a_success(state):
+            return {choice: tools[choice]}
+        return tools
+
+    def _system_prompt(self, tools: dict[str, Tool] | None = None) -> str | None:
+        tools = self.tools if tools is None else tools
         parts = [self.system_prompt] if self.system_prompt else []
-        if self.tool_prompt == "python" and self.tools:
-            parts.append(tool_instructions([t.to_openai() for t in self.tools.values()], "python"))
+        if self.tool_prompt == "python" and tools:
+            parts.append(tool_instructions([t.to_openai() for t in tools.values()], "python"))
         if self.output is not None:
-            lead = "When you have the final answer, give it as" if self.tools else "Give your answer as"
+            lead = "When you have the final answer, give it as" if tools else "Give your answer as"
             parts.append(f"{lead} described here. {self.output.instructions()}")
         return "\n\n".join(parts) or None
 
     # --- running ------------------------------------------------------------------------------
 
-    async def run(self, prompt: str | list[Message], *, deps: Any = None) -> RunResult[OutputT]:
+    async def run(
+        self,
+        prompt: str | list[Message] | None = None,
+        *,
+        deps: Any = None,
+        message_history: Sequence[Message] | None = None,
+        model_settings: ModelSettings | None = None,
+        extra_tools: Sequence[Tool | Callable[..., Any]] = (),
+        allowed_tools: Collection[str] | None = None,
+        tool_choice: str | None = None,
+    ) -> RunResult[OutputT]:
         """Run until a final answer. Raises a `RunError` subclass (carrying the messages so far)
-        at a limit; a cancelled run raises `asyncio.CancelledError` with `.messages` added."""
-        state = self._start(prompt, deps)
+        at a limit; a cancelled run raises `asyncio.CancelledError` with `.messages` added.
+
+        `prompt`: the user's message (or a whole message list); `message_history`: the
+        messages of an earlier run (`result.messages`) that this one continues, the prompt
+        after them. For this run only: `model_settings` (over the agent's, key by key),
+        `extra_tools` beside the agent's, `allowed_tools` (the names it may call, of both),
+        and `tool_choice` ("auto", "required" or a tool's name; the agent's by default)."""
+        state = self._start(prompt, deps, message_history, model_settings, extra_tools, allowed_tools, tool_choice)
         try:
             async with contextlib.aclosing(self._events(state, stream=False)) as events:
                 async for event in events:
@@ -269,7 +322,17 @@ class Agent(Generic[OutputT]):
             raise
         raise AssertionError("the run ended without a final result")
 
-    def run_sync(self, prompt: str | list[Message], *, deps: Any = None) -> RunResult[OutputT]:
+    def run_sync(
+        self,
+        prompt: str | list[Message] | None = None,
+        *,
+        deps: Any = None,
+        message_history: Sequence[Message] | None = None,
+        model_settings: ModelSettings | None = None,
+        extra_tools: Sequence[Tool | Callable[..., Any]] = (),
+        allowed_tools: Collection[str] | None = None,
+        tool_choice: str | None = None,
+    ) -> RunResult[OutputT]:
         """`run` for code without an event loop: the same result or error, at the same time.
 
         A sync tool past its timeout gives `ToolTimeout` and the run goes on, but its thread
@@ -278,13 +341,26 @@ class Agent(Generic[OutputT]):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return run_to_end(self.run(prompt, deps=deps))
+            return run_to_end(self.run(
+                prompt, deps=deps, message_history=message_history, model_settings=model_settings,
+                extra_tools=extra_tools, allowed_tools=allowed_tools, tool_choice=tool_choice,
+            ))
         raise RuntimeError("run_sync was called inside a running event loop; use `await agent.run(...)`")
 
-    async def run_stream(self, prompt: str | list[Message], *, deps: Any = None) -> AsyncIterator[Event]:
+    async def run_stream(
+        self,
+        prompt: str | list[Message] | None = None,
+        *,
+        deps: Any = None,
+        message_history: Sequence[Message] | None = None,
+        model_settings: ModelSettings | None = None,
+        extra_tools: Sequence[Tool | Callable[..., Any]] = (),
+        allowed_tools: Collection[str] | None = None,
+        tool_choice: str | None = None,
+    ) -> AsyncIterator[Event]:
         """The run as events: `TextDelta` pieces of each turn, `ToolCallEvent`,
-        `ToolResultEvent`, then one `FinalResult`."""
-        state = self._start(prompt, deps)
+        `ToolResultEvent`, then one `FinalResult`. Arguments as for `run`."""
+        state = self._start(prompt, deps, message_history, model_settings, extra_tools, allowed_tools, tool_choice)
         try:
             async with contextlib.aclosing(self._events(state, stream=True)) as events:
                 async for event in events:
@@ -294,11 +370,27 @@ class Agent(Generic[OutputT]):
             exc.usage = state.usage  # type: ignore[attr-defined]
             raise
 
-    def _start(self, prompt: str | list[Message], deps: Any) -> RunState:
+    def _start(
+        self,
+        prompt: str | list[Message] | None,
+        deps: Any,
+        history: Sequence[Message] | None,
+        model_settings: ModelSettings | None,
+        extra_tools: Sequence[Tool | Callable[..., Any]],
+        allowed_tools: Collection[str] | None,
+        tool_choice: str | None,
+    ) -> RunState:
+        tools = run_tools(self.tools, extra_tools, allowed_tools)
+        # The agent's own tool_choice may not fit a run's tools: the run's tools are then to blame.
+        choice = check_tool_choice(self.tool_choice if tool_choice is None else tool_choice, tools,
+                                   "tool_choice" if tool_choice is not None else "allowed_tools")
+        model = ModelSettings(**{**self.model_settings, **check_model_settings(model_settings)})  # type: ignore[typeddict-item]
+        settings = RunSettings(tools, choice, model)
         deadline = None
         if self.timeout is not None:
             deadline = asyncio.get_running_loop().time() + self.timeout
-        return RunState(initial_messages(prompt, self._system_prompt()), deps, deadline, CallLedger(self.repeat_calls))
+        messages = initial_messages(conversation(prompt, history), self._system_prompt(tools))
+        return RunState(messages, deps, deadline, CallLedger(self.repeat_calls), settings)
 
     def _envelope(self, runtime: Runtime) -> Envelope:
         """How this agent's model writes calls: as the runtime's template teaches, or the
@@ -309,16 +401,18 @@ class Agent(Generic[OutputT]):
         with self._model_errors(state, "the default runtime"):
             runtime = self.runtime
         # With the python tool prompt the system message lists the tools; the template does not.
-        tools_json = None if self.tool_prompt == "python" else [t.to_openai() for t in self.tools.values()] or None
+        tools = state.settings.tools
+        tools_json = None if self.tool_prompt == "python" else [t.to_openai() for t in tools.values()] or None
+        envelopes = call_envelopes(self._envelope(runtime))
         while True:
             kind = self._turn_kind(state)
             with self._model_errors(state, runtime.name):
-                g = self.turn_grammar(self._envelope(runtime), kind)
+                g = self._grammars.get(self._turn_tools(state), envelopes, kind)
             if state.step >= self.max_steps:
                 raise StepLimitExceeded(f"no final answer after {self.max_steps} model turns (max_steps)", **state.context())
             state.step += 1
             budget = self._turn_budget(state)
-            options = dict(grammar=g, max_tokens=budget, tools=tools_json, temperature=self.temperature, seed=self.seed)
+            options = dict(grammar=g, max_tokens=budget, tools=tools_json, **state.settings.generation_options())
             if stream:
                 with self._model_errors(state, runtime.name):
                     pieces = runtime.stream(state.messages, **options)
@@ -353,7 +447,7 @@ class Agent(Generic[OutputT]):
             state.messages.append(assistant_message(turn))
             for call in turn.calls:
                 yield ToolCallEvent(state.step, call)
-            records = await self._within(state, run_calls(state, turn.calls, self.tools, self.tool_timeout))
+            records = await self._within(state, run_calls(state, turn.calls, tools, self.tool_timeout))
             for record in records:
                 state.messages.append(tool_message(record.call, tool_feedback(record)))
                 state.records.append(record)
@@ -367,11 +461,11 @@ class Agent(Generic[OutputT]):
 
     def _turn_budget(self, state: RunState) -> int:
         if self.token_budget is None:
-            return self.max_tokens
+            return state.settings.max_tokens
         left = self.token_budget - state.usage.completion_tokens
         if left < 1:
             raise TokenLimitExceeded(f"the run used its token budget of {self.token_budget}", **state.context())
-        return min(self.max_tokens, left)
+        return min(state.settings.max_tokens, left)
 
     async def _within(self, state: RunState, work: Any, runtime: Runtime | None = None) -> Any:
         """Await `work` within the run's deadline; for a model's `work` (`runtime` given),
@@ -399,7 +493,7 @@ class Agent(Generic[OutputT]):
             raise
         except TokenBudgetExceeded as exc:
             raise IncompleteOutput(
-                f"turn {state.step} reached max_tokens={self.max_tokens} before the answer was complete",
+                f"turn {state.step} reached max_tokens={state.settings.max_tokens} before the answer was complete",
                 text=exc.text,
                 **state.context(),
             ) from exc
@@ -436,7 +530,7 @@ class Agent(Generic[OutputT]):
             kept = None
             if generation.steered and g is not None:
                 kept = model_written_calls(generation, g, envelopes, preamble=self._preamble(kind, envelopes),
-                                           names=self.tools.keys())
+                                           names=state.settings.tools.keys())
             if kept is None:
                 raise IncompleteOutput(
                     f"turn {state.step} reached its token limit ({budget} tokens) before the model finished; "
@@ -455,7 +549,7 @@ class Agent(Generic[OutputT]):
             return parse_turn(
                 text,
                 envelope=envelopes,
-                tool_names=set(self.tools),
+                tool_names=set(state.settings.tools),
                 step=state.step,
                 expect_output=self.output is not None,
                 preamble=self._preamble(kind, envelopes),

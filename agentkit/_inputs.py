@@ -14,7 +14,7 @@ from ._errors import InvalidArgument
 
 
 @contextmanager
-def _as_argument_error() -> Iterator[None]:
+def as_argument_error() -> Iterator[None]:
     """A runtime check's `InvalidRequest` as this package's `InvalidArgument`."""
     try:
         yield
@@ -27,7 +27,7 @@ def check_prompt(prompt: Any) -> None:
     text that has a UTF-8 encoding."""
     if not isinstance(prompt, (str, list)):
         raise InvalidArgument("prompt", f"must be a string or a list of message dicts, not {type(prompt).__name__}")
-    with _as_argument_error():
+    with as_argument_error():
         checks.check_messages(prompt, "prompt")
 
 
@@ -37,13 +37,13 @@ def check_text(argument: str, text: Any, *, optional: bool = True) -> None:
         return
     if not isinstance(text, str):
         raise InvalidArgument(argument, f"must be a string, not {type(text).__name__}")
-    with _as_argument_error():
+    with as_argument_error():
         checks.check_text(argument, text)
 
 
 def check_generation_settings(*, max_tokens: Any, temperature: Any, seed: Any) -> None:
     """What every generation of a run or an extraction is asked with."""
-    with _as_argument_error():
+    with as_argument_error():
         checks.check_count("max_tokens", max_tokens)
         checks.check_number("temperature", temperature)
         checks.check_seed("seed", seed)
@@ -51,7 +51,7 @@ def check_generation_settings(*, max_tokens: Any, temperature: Any, seed: Any) -
 
 def check_agent_settings(settings: dict[str, Any]) -> None:
     """An agent's limits: counts are ints (not bools, not floats), times finite and positive."""
-    with _as_argument_error():
+    with as_argument_error():
         for name in ("max_steps", "max_calls_per_turn"):
             checks.check_count(name, settings[name])
         checks.check_count("max_retries", settings["max_retries"], least=0)

@@ -13,7 +13,7 @@ import pydantic_core
 import grammar
 
 from ._bounds import UnreadableTurn, check_turn
-from ._errors import ToolArgumentsError, UnreadableResult, safe_str
+from ._errors import InvalidArgument, ToolArgumentsError, UnreadableResult, safe_str
 from ._inputs import check_prompt
 
 Envelope = Literal["json", "hermes", "fenced", "python"]
@@ -80,6 +80,27 @@ class Turn:
     kind: Literal["text", "calls", "output"]
     text: str
     calls: tuple[ToolCall, ...] = ()
+
+
+def conversation(prompt: str | list[Message] | None, history: Any) -> str | list[Message]:
+    """What a run starts from: `prompt` alone, or after `history` (an earlier run's messages)."""
+    if history is None:
+        if prompt is None:
+            raise InvalidArgument("prompt", "is missing: give a prompt, or a message_history to continue")
+        return prompt
+    if isinstance(history, (str, bytes)) or not isinstance(history, (list, tuple)):
+        raise InvalidArgument("message_history", f"must be a list of messages, not {type(history).__name__}")
+    messages = [dict(m) if isinstance(m, dict) else m for m in history]
+    if isinstance(prompt, str):
+        messages.append({"role": "user", "content": prompt})
+    elif prompt is not None:
+        check_prompt(prompt)
+        messages.extend(prompt)
+    try:
+        check_prompt(messages)
+    except InvalidArgument as exc:
+        raise InvalidArgument(exc.argument.replace("prompt", "message_history", 1), exc.reason) from None
+    return messages
 
 
 def initial_messages(prompt: str | list[Message], system_prompt: str | None) -> list[Message]:

@@ -9,6 +9,7 @@ from typing import Any
 from ._events import RunUsage, ToolCallRecord
 from ._messages import Message
 from ._repeats import CallLedger
+from ._settings import RunSettings
 
 
 @dataclass
@@ -19,6 +20,7 @@ class RunState:
     deps: Any
     deadline: float | None
     ledger: CallLedger
+    settings: RunSettings
     usage: RunUsage = field(default_factory=RunUsage)
     records: list[ToolCallRecord] = field(default_factory=list)
     step: int = 0
