@@ -60,7 +60,7 @@ def feed(rt, prompt: list[int], tokens: list[int], compiled: grammar.CompiledGra
     sampler = Sampler()
     matcher = grammar.Matcher(compiled, stop_when_complete=True)
     times: dict[str, list[float]] = defaultdict(list)
-    logits = rt._prefill(prompt)
+    logits = rt.prefill(prompt)
     for i, token in enumerate(tokens):
         t0 = time.perf_counter()
         row = rt._host_logits(logits)
@@ -90,7 +90,7 @@ def feed(rt, prompt: list[int], tokens: list[int], compiled: grammar.CompiledGra
         matcher.accept_token(token)
         if i + 1 < len(tokens):
             t8 = time.perf_counter()
-            logits = rt._forward(token)
+            logits = rt.forward(token)
             times["step"].append(time.perf_counter() - t8)
     return times
 
@@ -117,7 +117,7 @@ def main() -> None:
     compiled = rt.compiled(grammar.from_json_schema(SCHEMAS[args.schema]))
     prompt = rt._prompt_ids(messages, None)
     samples: dict[str, list[float]] = defaultdict(list)
-    with rt._model_lock:
+    with rt.model_lock:
         for r in range(args.rounds + 1):
             times = feed(rt, prompt, reference.token_ids, compiled)
             if r:

@@ -84,8 +84,8 @@ def feed(rt: runtimes.LlamaCpp, prompt: list[int], tokens: list[int], compiled: 
     a plain argmax."""
     sampler = Sampler()
     matcher = grammar.Matcher(compiled, stop_when_complete=True) if compiled is not None else None
-    rt._begin(0, 0)
-    (logits,) = rt._read([Feed(0, 0, prompt, True)])
+    rt.begin_slot(0, 0)
+    (logits,) = rt.read_batch([Feed(0, 0, prompt, True)])
     steps, selects = [], []
     for i, token in enumerate(tokens):
         start = time.perf_counter()
@@ -100,7 +100,7 @@ def feed(rt: runtimes.LlamaCpp, prompt: list[int], tokens: list[int], compiled: 
             matcher.is_terminated()
         selected = time.perf_counter()
         if i + 1 < len(tokens):
-            (logits,) = rt._read([Feed(0, len(prompt) + i, [token], True)])
+            (logits,) = rt.read_batch([Feed(0, len(prompt) + i, [token], True)])
         end = time.perf_counter()
         selects.append(selected - start)
         steps.append(end - start)
@@ -118,7 +118,7 @@ def mask_cost(rt: runtimes.LlamaCpp, name: str, rounds: int) -> dict[str, float]
     tokens = reference.token_ids
     prompt = rt._prompt_ids(chat(PROMPTS[name]), None)
     free_steps, added, cold_added = [], [], []
-    with rt._model_lock:
+    with rt.model_lock:
         for r in range(rounds + 1):  # round 0 is cold: first visits of the grammar's states
             steps, free_select = feed(rt, prompt, tokens, None)
             _, constrained_select = feed(rt, prompt, tokens, compiled)
@@ -126,7 +126,7 @@ def mask_cost(rt: runtimes.LlamaCpp, name: str, rounds: int) -> dict[str, float]
             (cold_added if r == 0 else added).extend(extra)
             if r:
                 free_steps.extend(steps)
-        rt._scheduler.forget_caches()  # slot 0 holds what was fed here, not what the scheduler last left
+        rt.forget_caches()  # slot 0 holds what was fed here, not what the scheduler last left
     step = statistics.median(free_steps)
     return {
         "tokens": len(tokens),

@@ -30,13 +30,13 @@ class BatchModel(Protocol):
     batch_tokens: int | None
     prefill_chunk: int | None
     cache_cells: int | None
-    _model_lock: threading.Lock  # held around every call below
+    model_lock: threading.Lock  # held around every call below
 
-    def _begin(self, slot: int, keep: int) -> int:
+    def begin_slot(self, slot: int, keep: int) -> int:
         """Drop what `slot`'s cache holds past its first `keep` tokens; how many it kept."""
 
-    def _begin_from(self, source: int, slot: int, length: int) -> bool:
+    def begin_slot_from(self, source: int, slot: int, length: int) -> bool:
         """Start `slot` from the first `length` cached tokens of `source`'s; False if it can't."""
 
-    def _read(self, feeds: list[Feed]) -> list[Any]:
+    def read_batch(self, feeds: list[Feed]) -> list[Any]:
         """One forward pass over every feed; per feed, the logits after its last token or None."""

@@ -1,8 +1,8 @@
 """The decode loop shared by runtimes that own their tokens (llama.cpp, MLC-LLM, test models).
 
 A subclass supplies the model: `_prompt_ids` (render and tokenize) and either the batched
-hooks `_begin`/`_begin_from`/`_read` (many sequences per forward pass, `max_batch` > 1) or the
-single-sequence `_prefill` and `_forward`. This class supplies everything around it: the
+hooks `begin_slot`/`begin_slot_from`/`read_batch` (many sequences per forward pass, `max_batch` > 1) or the
+single-sequence `prefill` and `forward`. This class supplies everything around it: the
 grammar compiled for the model's vocabulary (cached), a `grammar.Matcher` per generation
 consulted at every step, sampling, steering so the document closes within the token budget, the
 scheduler thread that keeps the event loop free and batches concurrent calls, cancellation and
@@ -39,7 +39,7 @@ class LocalRuntime(Runtime):
     vocabulary: Vocabulary
     context_length: int | None = None  # positions the model can hold (prompt + answer); None: no limit
     closed: bool = False
-    # Batching (see `_scheduler`): sequences decoded together; the most tokens one `_read` takes;
+    # Batching (see `_scheduler`): sequences decoded together; the most tokens one `read_batch` takes;
     # the most prompt tokens read in a step while other sequences decode; the cells of the cache
     # all sequences share (None: each sequence has room for `context_length` of its own).
     max_batch: int = 1
@@ -50,17 +50,17 @@ class LocalRuntime(Runtime):
     def __init__(self, seed: int | None = None) -> None:
         # Calls without a seed draw one from here: a run of calls is reproducible, calls differ.
         self._seeds = np.random.default_rng(seed)
-        self._model_lock = threading.Lock()  # the model's state: the scheduler's, or a benchmark's
+        self.model_lock = threading.Lock()  # the model's state: the scheduler's, or a benchmark's
         self._scheduler_: Scheduler | None = None
         self._released = False
 
     @property
     def _scheduler(self) -> Scheduler:
         if self._scheduler_ is None:  # created on first use: `max_batch` is known by then
-            if self.max_batch > 1 and type(self)._read is LocalRuntime._read:
+            if self.max_batch > 1 and type(self).read_batch is LocalRuntime.read_batch:
                 raise RuntimeFailure(
                     f"{self.name}: max_batch={self.max_batch} needs a model that reads several sequences "
-                    "per step (_read, _begin); this one implements only _prefill and _forward"
+                    "per step (read_batch, begin_slot); this one implements only prefill and forward"
                 )
             self._scheduler_ = Scheduler(self)
         return self._scheduler_
@@ -73,35 +73,35 @@ class LocalRuntime(Runtime):
 
         Called outside the model lock, possibly while the model decodes other sequences."""
 
-    def _begin(self, slot: int, keep: int) -> int:
+    def begin_slot(self, slot: int, keep: int) -> int:
         """A new sequence starts in `slot`: drop what its cache holds past the first `keep`
         tokens; how many it kept (0 for a model that cannot keep part of a sequence)."""
         return 0
 
-    def _begin_from(self, source: int, slot: int, length: int) -> bool:
+    def begin_slot_from(self, source: int, slot: int, length: int) -> bool:
         """A new sequence starts in `slot` from the first `length` cached tokens of `source`'s;
         False where the model cannot share cache cells between sequences."""
         return False
 
-    def _read(self, feeds: list[Feed]) -> list[Any]:
+    def read_batch(self, feeds: list[Feed]) -> list[Any]:
         """Append each feed's tokens to its slot's sequence, all in one forward pass; per feed,
         the logits after its last token (None where not wanted), valid until the next read.
 
-        This default serves single-sequence models (`max_batch` 1) through `_prefill` and
-        `_forward`: a sequence's first read is its whole prompt."""
+        This default serves single-sequence models (`max_batch` 1) through `prefill` and
+        `forward`: a sequence's first read is its whole prompt."""
         (feed,) = feeds
         if feed.start == 0:
-            return [self._prefill(feed.tokens)]
+            return [self.prefill(feed.tokens)]
         (token,) = feed.tokens
-        return [self._forward(token)]
+        return [self.forward(token)]
 
-    def _prefill(self, prompt_ids: list[int]) -> Any:
+    def prefill(self, prompt_ids: list[int]) -> Any:
         """Read the prompt anew; the logits (width `vocabulary.size`) for the first answer token."""
-        raise NotImplementedError(f"{type(self).__name__} implements neither _read nor _prefill")
+        raise NotImplementedError(f"{type(self).__name__} implements neither read_batch nor prefill")
 
-    def _forward(self, token_id: int) -> Any:
+    def forward(self, token_id: int) -> Any:
         """Append one token; the logits for the token after it."""
-        raise NotImplementedError(f"{type(self).__name__} implements neither _read nor _forward")
+        raise NotImplementedError(f"{type(self).__name__} implements neither read_batch nor forward")
 
     def _host_logits(self, logits: Any) -> np.ndarray:
         """The logits as a numpy row the loop may overwrite (models that return numpy: as is)."""
@@ -141,13 +141,18 @@ class LocalRuntime(Runtime):
         self.closed = True  # new calls are refused from here on
         if self._scheduler_ is not None:
             self._scheduler_.wait_idle()
-        with self._model_lock:
+        with self.model_lock:
             if not self._released:
                 self._released = True
                 self._release()
 
     def _release(self) -> None:
         """Free what the model holds (called once, model lock held)."""
+
+    def forget_caches(self) -> None:
+        """Forget what every idle slot's cache holds: for a caller that drove the model itself
+        (`read_batch` under `model_lock`, a benchmark), after which what the slots hold is unknown."""
+        self._scheduler.forget_caches()
 
     def generate_sync(self, messages: Messages, **options: Any) -> Generation:
         """`generate` for code without an event loop (scripts, benchmarks)."""

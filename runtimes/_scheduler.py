@@ -75,7 +75,7 @@ class Scheduler:
         holding the model lock), after which what the slots hold is unknown."""
         for slot in self._slots:
             if slot.sequence is None and slot.cached:
-                self._model._begin(slot.index, 0)
+                self._model.begin_slot(slot.index, 0)
                 slot.cached = []
 
     # --- the worker thread --------------------------------------------------------------------
@@ -149,12 +149,12 @@ class Scheduler:
         if not self._make_room(slot, len(prompt) + sequence.budget, keep={source.index}):
             return False
         model = self._model
-        with model._model_lock:
-            if source is not slot and shared > own and model._begin_from(source.index, slot.index, shared):
+        with model.model_lock:
+            if source is not slot and shared > own and model.begin_slot_from(source.index, slot.index, shared):
                 kept = shared
                 slot.cached = source.cached[:shared]
             else:
-                kept = model._begin(slot.index, own)
+                kept = model.begin_slot(slot.index, own)
                 del slot.cached[kept:]
         slot.sequence = sequence
         slot.pending = prompt[kept:]
@@ -178,8 +178,8 @@ class Scheduler:
                 break
             if victim.index in keep:
                 continue
-            with self._model._model_lock:
-                self._model._begin(victim.index, 0)
+            with self._model.model_lock:
+                self._model.begin_slot(victim.index, 0)
             victim.cached = []
         if used() <= capacity:
             return True
@@ -201,8 +201,8 @@ class Scheduler:
             return
         model = self._model
         try:
-            with model._model_lock:
-                rows = model._read(feeds)
+            with model.model_lock:
+                rows = model.read_batch(feeds)
         except Exception as exc:
             error = exc if isinstance(exc, RuntimeFailure) else RuntimeFailure(f"{model.name}: the model step failed: {exc}")
             for feed in feeds:
@@ -254,8 +254,8 @@ class Scheduler:
         if forget:  # what the cache holds for it is unknown after a failed step
             slot.cached = []
             try:
-                with self._model._model_lock:
-                    self._model._begin(slot.index, 0)
+                with self._model.model_lock:
+                    self._model.begin_slot(slot.index, 0)
             except Exception:  # the next admission to this slot starts it anew regardless
                 pass
 

@@ -220,13 +220,13 @@ class LlamaCpp(LocalRuntime):
             raise RuntimeFailure("LlamaCpp: the prompt is empty (no tokens to read)")
         return ids
 
-    def _begin(self, slot: int, keep: int) -> int:
+    def begin_slot(self, slot: int, keep: int) -> int:
         return self._context.keep(slot, keep)
 
-    def _begin_from(self, source: int, slot: int, length: int) -> bool:
+    def begin_slot_from(self, source: int, slot: int, length: int) -> bool:
         return self._context.share(source, slot, length)
 
-    def _read(self, feeds: list[Feed]) -> list[np.ndarray | None]:
+    def read_batch(self, feeds: list[Feed]) -> list[np.ndarray | None]:
         return self._context.decode([(f.slot, f.start, f.tokens, f.logits) for f in feeds])
 
     def _release(self) -> None:

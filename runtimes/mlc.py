@@ -241,7 +241,7 @@ class MLC(LocalRuntime):
 
     # --- model steps (worker thread) ----------------------------------------------------------
 
-    def _prefill(self, prompt_ids: list[int]) -> Any:
+    def prefill(self, prompt_ids: list[int]) -> Any:
         self._clear(self._kv)
         self._add_sequence(self._kv, 0)
         logits = None
@@ -249,7 +249,7 @@ class MLC(LocalRuntime):
             logits = self._model_step(self._prefill_step, prompt_ids[start : start + self.prefill_chunk])
         return logits
 
-    def _forward(self, token_id: int) -> Any:
+    def forward(self, token_id: int) -> Any:
         return self._model_step(self._decode_step, [token_id])
 
     def _model_step(self, step: Any, ids: list[int]) -> Any:

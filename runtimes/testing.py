@@ -133,17 +133,17 @@ class RandomRuntime(LocalRuntime):
     def _prompt_ids(self, messages: Messages, tools: list[dict[str, Any]] | None) -> list[int]:
         return self._tokenizer.encode(render_plain(messages, tools))
 
-    def _begin(self, slot: int, keep: int) -> int:
+    def begin_slot(self, slot: int, keep: int) -> int:
         del self._cached[slot][keep:]
         self._rngs[slot] = None
         return keep
 
-    def _begin_from(self, source: int, slot: int, length: int) -> bool:
+    def begin_slot_from(self, source: int, slot: int, length: int) -> bool:
         self._cached[slot] = self._cached[source][:length]
         self._rngs[slot] = None
         return True
 
-    def _read(self, feeds: list[Feed]) -> list[np.ndarray | None]:
+    def read_batch(self, feeds: list[Feed]) -> list[np.ndarray | None]:
         self.forward_calls += 1
         self.batch_sizes.append(len(feeds))
         if self.step_delay:

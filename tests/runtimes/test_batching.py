@@ -76,13 +76,13 @@ async def test_concurrent_calls_share_forward_passes():
 async def test_a_shared_prompt_prefix_is_read_once():
     runtime = RandomRuntime(seed=1, max_batch=4, batch_tokens=64, prefill_chunk=64)
     read = []
-    original = runtime._read
+    original = runtime.read_batch
 
     def counting(feeds):
         read.append(sum(len(f.tokens) for f in feeds))
         return original(feeds)
 
-    runtime._read = counting
+    runtime.read_batch = counting
     await answers(runtime, [(f"item {i}", True, 0.0, 30) for i in range(4)])
     prompt = len(runtime._prompt_ids(PREFIX + "item 0", None))
     generated = runtime.forward_calls * 4  # at most one decoded token per call and step
@@ -146,11 +146,11 @@ class FailingRuntime(RandomRuntime):
 
     failed = 0
 
-    def _read(self, feeds):
+    def read_batch(self, feeds):
         if not self.failed and len(feeds) >= 2:
             self.failed = len(feeds)
             raise MemoryError("no room for the batch")
-        return super()._read(feeds)
+        return super().read_batch(feeds)
 
 
 async def test_a_failed_model_step_fails_its_calls_with_a_typed_error_and_the_runtime_goes_on():
@@ -178,9 +178,9 @@ async def test_closing_waits_for_running_calls_then_refuses_new_ones():
 
 
 class SerialOnly(RandomRuntime):
-    """A model that can only read one sequence (the default _read), asked to batch."""
+    """A model that can only read one sequence (the default read_batch), asked to batch."""
 
-    _read = LocalRuntime._read
+    read_batch = LocalRuntime.read_batch
 
 
 async def test_batching_a_model_that_reads_one_sequence_is_a_clear_error():
