@@ -26,6 +26,7 @@ from ._errors import (
     IncompleteOutput,
     InvalidArgument,
     ModelRequestFailed,
+    ModelRetry,
     OutputValidationError,
     RepeatedCall,
     RunError,
@@ -44,7 +45,7 @@ from ._errors import (
     ValidationFailed,
     Violation,
 )
-from ._events import Event, FinalResult, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
+from ._events import Event, FinalResult, RetryRecord, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
 from ._extract import aextract, extract
 from ._messages import Message, ToolCall
 from ._repeats import RepeatCalls
@@ -68,10 +69,12 @@ __all__ = [
     "InvalidArgument",
     "Message",
     "ModelRequestFailed",
+    "ModelRetry",
     "ModelSettings",
     "OutputValidationError",
     "RepeatCalls",
     "RepeatedCall",
+    "RetryRecord",
     "RunContext",
     "RunError",
     "RunResult",

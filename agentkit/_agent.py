@@ -21,6 +21,7 @@ from ._errors import (
     IncompleteOutput,
     InvalidArgument,
     ModelRequestFailed,
+    ModelRetry,
     OutputValidationError,
     RunError,
     RunTimeout,
@@ -28,6 +29,7 @@ from ._errors import (
     TokenLimitExceeded,
     UnexpectedModelOutput,
     UnreadableOutput,
+    Violation,
     safe_str,
 )
 from ._events import Event, FinalResult, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolResultEvent
@@ -50,7 +52,7 @@ from ._messages import (
     parse_turn,
     tool_message,
 )
-from ._output import OutputSpec
+from ._output import OutputSpec, OutputValidator, apply_validator
 from ._repeats import ANSWER_NOW, REPEAT_CALLS, CallLedger, RepeatCalls
 from ._settings import ModelSettings, RunSettings, check_model_settings, check_tool_choice, run_tools
 from ._runtime import budget_reached, model_written_calls, resolve_runtime
@@ -100,6 +102,13 @@ class Agent(Generic[OutputT]):
     tool's name forces that tool: until a call of it has succeeded, every turn is held to calls
     of it alone (its grammar, no other tool's); then the run goes on as "auto".
 
+    `output_validator`: a function (sync or async) given the final answer (the output type's
+    value, or the text), returning the answer to keep (the one given, or another); where it
+    raises `ModelRetry`, the answer is refused with its message and the model answers again,
+    one correction against `max_retries`. A tool may raise `ModelRetry` too: the call is
+    answered with its message, and counts against the tool's `max_retries`. `RunResult.retries`
+    records each correction and the turn that fixed it.
+
     Model settings: `temperature`, `top_p`, `seed` and `max_tokens`, or the same as a
     `model_settings` dict (which wins); `agent.run(..., model_settings=...)` overrides them for
     one run, key by key. A run may also bring `extra_tools`, keep to `allowed_tools` (names),
@@ -144,6 +153,7 @@ class Agent(Generic[OutputT]):
         top_p: float = 1.0,
         seed: int | None = None,
         model_settings: ModelSettings | None = None,
+        output_validator: OutputValidator | None = None,
     ) -> None: ...
 
     @overload
@@ -170,6 +180,7 @@ class Agent(Generic[OutputT]):
         top_p: float = 1.0,
         seed: int | None = None,
         model_settings: ModelSettings | None = None,
+        output_validator: OutputValidator | None = None,
     ) -> None: ...
 
     def __init__(
@@ -195,6 +206,7 @@ class Agent(Generic[OutputT]):
         top_p: float = 1.0,
         seed: int | None = None,
         model_settings: ModelSettings | None = None,
+        output_validator: OutputValidator | None = None,
     ) -> None:
         check_agent_settings(dict(max_steps=max_steps, max_calls_per_turn=max_calls_per_turn, max_retries=max_retries,
                                   token_budget=token_budget, timeout=timeout, tool_timeout=tool_timeout,
@@ -238,6 +250,9 @@ class Agent(Generic[OutputT]):
         self.reasoning = reasoning
         self.temperature = self.model_settings["temperature"]
         self.seed = self.model_settings["seed"]
+        if output_validator is not None and not callable(output_validator):
+            raise InvalidArgument("output_validator", f"must be a function, not {type(output_validator).__name__}")
+        self.output_validator = output_validator
         self._grammars = TurnGrammars(self.output, max_calls_per_turn, reasoning)
 
     @property
@@ -434,12 +449,9 @@ class Agent(Generic[OutputT]):
             except UnreadableTurn as exc:
                 self._refuse_unreadable_turn(state, generation.text, exc.reason)
                 continue
-            if turn.kind == "text":
-                state.messages.append(assistant_message(turn))
-                yield FinalResult(self._result(state, turn.text))
-                return
-            if turn.kind == "output":
-                output = self._accept_output(state, turn)
+            state.fixed("turn")
+            if turn.kind in ("text", "output"):
+                output = await self._accept_output(state, turn)
                 if output is not _RETRY:
                     yield FinalResult(self._result(state, output))
                     return
@@ -512,11 +524,11 @@ class Agent(Generic[OutputT]):
         """A turn too deep or too long to parse goes back to the model, as a failed output
         does, until more than `max_retries` such turns."""
         state.messages.append({"role": "assistant", "content": text})
-        state.failures["unreadable"] += 1
-        if state.failures["unreadable"] > self.max_retries:
+        count = state.retry("turn", "unreadable", f"the answer {reason}")
+        if count > self.max_retries:
             raise UnreadableOutput(f"turn {state.step}: the model's answer {reason}", text=text, reason=reason,
                                    **state.context())
-        logger.info("correction %d of %d asked for: the turn %s", state.failures["unreadable"], self.max_retries, reason)
+        logger.info("correction %d of %d asked for: the turn %s", count, self.max_retries, reason)
         state.messages.append({"role": "user", "content": f"That answer {reason}. Answer again, within those bounds."})
 
     def _read(self, state: RunState, generation: Generation, budget: int, g: Grammar | None, kind: TurnKind) -> Turn:
@@ -559,22 +571,32 @@ class Agent(Generic[OutputT]):
         except ValueError as exc:
             raise UnexpectedModelOutput(f"turn {state.step}: {exc}", text=generation.text, **state.context()) from exc
 
-    def _accept_output(self, state: RunState, turn: Turn) -> Any:
-        assert self.output is not None
+    async def _accept_output(self, state: RunState, turn: Turn) -> Any:
+        """The final answer (text, or the output type's value), through the output validator;
+        `_RETRY` where it was refused and the model asked again (counted as a correction)."""
         state.messages.append(assistant_message(turn))
         try:
-            return self.output.validate(turn.text)
+            value = self.output.validate(turn.text) if self.output is not None else turn.text
+            if self.output_validator is not None:
+                value = await self._within(state, apply_validator(self.output_validator, value))
         except OutputValidationError as exc:
-            state.failures["output"] += 1
-            if state.failures["output"] > self.max_retries:
-                raise OutputValidationError(exc.violations, exc.text, **state.context()) from None
-            logger.info("correction %d of %d asked for: %s", state.failures["output"], self.max_retries, exc)
-            problems = "\n".join(f"- {v}" for v in exc.violations)
-            state.messages.append({"role": "user", "content": f"That answer is not valid:\n{problems}\nAnswer again."})
-            return _RETRY
+            violations, kind = exc.violations, "validation"
+            told = "That answer is not valid:\n" + "\n".join(f"- {v}" for v in exc.violations) + "\nAnswer again."
+        except ModelRetry as exc:
+            violations, kind = [Violation("", "output_validator", exc.message, "validator")], "model_retry"
+            told = f"That answer is not accepted: {exc.message}\nAnswer again."
+        else:
+            state.fixed("output")
+            return value
+        count = state.retry("output", kind, told)
+        if count > self.max_retries:
+            raise OutputValidationError(violations, turn.text, **state.context()) from None
+        logger.info("correction %d of %d asked for: %s", count, self.max_retries, told)
+        state.messages.append({"role": "user", "content": told})
+        return _RETRY
 
     def _result(self, state: RunState, output: Any) -> RunResult[OutputT]:
-        return RunResult(output, list(state.messages), state.usage, list(state.records), state.step)
+        return RunResult(output, list(state.messages), state.usage, list(state.records), state.step, list(state.retries))
 
 
 _RETRY = object()

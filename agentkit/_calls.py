@@ -7,7 +7,7 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from ._context import RunContext
-from ._errors import RunError, ToolArgumentsError, ToolRetriesExceeded, UnreadableResult, safe_str
+from ._errors import ModelRetry, RunError, ToolArgumentsError, ToolRetriesExceeded, UnreadableResult, safe_str
 from ._events import RunUsage, ToolCallRecord
 from ._messages import ToolCall, render_error, render_result
 from ._repeats import ValidCall, reuse_note
@@ -39,6 +39,9 @@ async def run_calls(
             result = await valid.tool.call(valid.arguments, context, timeout=tool_timeout)
         except RunError:
             raise  # a tool that ends the run (an MCP server lost mid-call) carries its messages
+        except ModelRetry as exc:  # the tool asks the model to try again
+            logger.info("tool %r asked for a retry: %s", call.name, safe_str(exc))
+            return ToolCallRecord(call, valid.arguments, error=exc)
         except Exception as exc:  # a failing tool is reported to the model, not raised
             logger.warning("tool %r failed (%s: %s); the error goes back to the model",
                            call.name, type(exc).__name__, safe_str(exc))
@@ -80,11 +83,17 @@ def _outcome_feedback(record: ToolCallRecord) -> str:
 
 
 def count_failures(state: RunState, records: Sequence[ToolCallRecord], max_retries: int) -> None:
-    """Count each call whose arguments did not validate against its tool's corrections;
-    `ToolRetriesExceeded` past `max_retries` for one tool."""
+    """Count each refused call (arguments that did not validate, or a tool's `ModelRetry`)
+    against its tool's corrections, and mark a tool's earlier refusals fixed by a call of it
+    that succeeded; `ToolRetriesExceeded` past `max_retries` for one tool."""
     for record in records:
-        if isinstance(record.error, ToolArgumentsError):
-            state.failures[record.call.name] += 1
-            if state.failures[record.call.name] > max_retries:
-                raise ToolRetriesExceeded(record.call.name, record.error, **state.context())
-            logger.info("correction %d of %d asked for: %s", state.failures[record.call.name], max_retries, record.error)
+        name = record.call.name
+        if record.ok and not record.reused:
+            state.fixed(name, record.call.id)
+        if not isinstance(record.error, (ToolArgumentsError, ModelRetry)):
+            continue
+        kind = "arguments" if isinstance(record.error, ToolArgumentsError) else "model_retry"
+        count = state.retry(name, kind, render_error(record.error), record.call.id)
+        if count > max_retries:
+            raise ToolRetriesExceeded(name, record.error, **state.context())
+        logger.info("correction %d of %d asked for: %s", count, max_retries, record.error)

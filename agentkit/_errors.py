@@ -9,6 +9,7 @@ The tree (a name in parentheses is a builtin base it also has, so code catching 
     ├── UnreadableResult                     a tool's result that cannot become text; goes to the model
     ├── ToolTimeout (TimeoutError)           a tool call past its timeout; goes to the model
     ├── RepeatedCall                         a refused repeat; goes to the model
+    ├── ModelRetry                           raised by a tool or output validator: ask again
     ├── ValidationFailed                     a value that did not validate (`violations`)
     │   ├── ToolArgumentsError               a call's arguments; goes to the model
     │   └── OutputValidationError            a final output, after its corrections
@@ -179,6 +180,18 @@ class RepeatedCall(AgentkitError):
         )
 
 
+class ModelRetry(AgentkitError):
+    """Raise it in a tool, or in an output validator (`Agent(output_validator=...)`,
+    `extract(..., output_validator=...)`), to send `message` to the model and have it try
+    again: a tool's call is answered with the message; an output is refused with it, and the
+    model answers anew. Each counts as one correction against `max_retries` (per tool, or for
+    the output); past it the run raises `ToolRetriesExceeded` or `OutputValidationError`."""
+
+    def __init__(self, message: str):
+        self.message = message
+        super().__init__(message)
+
+
 class ValidationFailed(AgentkitError):
     """A value (tool arguments or a final output) that did not validate; `violations` lists
     each failure with the field, the keyword, and whether the grammar or the validator holds it."""
@@ -215,6 +228,7 @@ class OutputValidationError(ValidationFailed):
     ):
         self.messages = list(messages or [])
         self.usage = usage
+        self.retries: list[Any] = []  # the corrections asked for before it (`RetryRecord`s)
         super().__init__("output", violations, text)
 
 
@@ -266,12 +280,14 @@ class IncompleteOutput(TokenLimitExceeded):
 
 
 class ToolRetriesExceeded(RunError):
-    """A tool's arguments failed validation more than `max_retries` times in one run."""
+    """A tool's calls were refused more than `max_retries` times in one run: their arguments
+    did not validate, or the tool raised `ModelRetry`. `error` is the last refusal."""
 
-    def __init__(self, tool: str, error: ValidationFailed, **kwargs: Any):
+    def __init__(self, tool: str, error: ValidationFailed | ModelRetry, **kwargs: Any):
         self.tool = tool
         self.error = error
-        super().__init__(f"tool {tool!r}: arguments failed validation too often; last error: {error}", **kwargs)
+        what = "asked for a retry" if isinstance(error, ModelRetry) else "arguments failed validation"
+        super().__init__(f"tool {tool!r}: {what} too often; last error: {error}", **kwargs)
 
 
 class ModelRequestFailed(RunError):

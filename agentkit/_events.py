@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from runtimes import Usage
 
@@ -54,17 +54,47 @@ class ToolCallRecord:
         return self.error is None
 
 
+RetryKind = Literal["arguments", "model_retry", "validation", "unreadable"]
+
+
+@dataclass(frozen=True)
+class RetryRecord:
+    """One correction a run asked the model for, and what fixed it.
+
+    `subject` is the tool's name for a refused call, `"output"` for a refused final answer;
+    `kind` why: `"arguments"` (they did not validate), `"model_retry"` (a tool or the output
+    validator raised `ModelRetry`), `"validation"` (the output did not validate), `"unreadable"`
+    (a turn too deep or long to parse). `step` is the turn refused and `problem` what the
+    model was told; `call_id` the refused call. `fixed_at` is the turn whose answer then
+    passed (a call of the same tool that succeeded, or an output accepted), and `fixed_by`
+    that call's id; both None if nothing fixed it."""
+
+    step: int
+    subject: str
+    kind: RetryKind
+    problem: str
+    call_id: str | None = None
+    fixed_at: int | None = None
+    fixed_by: str | None = None
+
+    @property
+    def fixed(self) -> bool:
+        return self.fixed_at is not None
+
+
 @dataclass(frozen=True)
 class RunResult(Generic[OutputT]):
     """A finished run: the `output` (text, or an instance of the output type), every message
     (the prompt included, so `agent.run(result.messages + [...])` continues the chat), the
-    `usage` (tokens and tool calls), each tool call made (repeats included), and the number of model turns (`steps`)."""
+    `usage` (tokens and tool calls), each tool call made (repeats included), the number of model turns (`steps`),
+    and each correction asked for, with the turn that fixed it (`retries`)."""
 
     output: OutputT
     messages: list[Message]
     usage: RunUsage
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     steps: int = 0
+    retries: list[RetryRecord] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

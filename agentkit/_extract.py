@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
+import logging
 from typing import Any, TypeVar, overload
 
 from grammar import GrammarError
-from runtimes import GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded
+from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, Usage, checks
 
-from ._errors import IncompleteOutput, ModelRequestFailed, UnexpectedModelOutput, safe_str
-from ._inputs import check_generation_settings, check_runtime, check_text
-from ._output import OutputSpec
+from ._errors import (
+    IncompleteOutput,
+    InvalidArgument,
+    ModelRequestFailed,
+    ModelRetry,
+    OutputValidationError,
+    UnexpectedModelOutput,
+    Violation,
+    safe_str,
+)
+from ._events import RetryRecord
+from ._inputs import as_argument_error, check_generation_settings, check_runtime, check_text
+from ._output import OutputSpec, OutputValidator, apply_validator
 from ._runtime import budget_reached, resolve_runtime
 
 T = TypeVar("T")
+logger = logging.getLogger("agentkit")
 
 DEFAULT_INSTRUCTIONS = (
     "Extract the information in the user's text. Use only what the text states; "
@@ -47,6 +60,8 @@ async def aextract(
     max_tokens: int = 512,
     temperature: float = 0.0,
     seed: int | None = None,
+    max_retries: int = 1,
+    output_validator: OutputValidator | None = None,
 ) -> T: ...
 
 
@@ -60,6 +75,8 @@ async def aextract(
     max_tokens: int = 512,
     temperature: float = 0.0,
     seed: int | None = None,
+    max_retries: int = 1,
+    output_validator: OutputValidator | None = None,
 ) -> Any: ...
 
 
@@ -72,6 +89,8 @@ async def aextract(
     max_tokens: int = 512,
     temperature: float = 0.0,
     seed: int | None = None,
+    max_retries: int = 1,
+    output_validator: OutputValidator | None = None,
 ) -> Any:
     """`text`'s content as a `T` (a pydantic model, dataclass, TypedDict, `list[...]` ...).
 
@@ -79,19 +98,63 @@ async def aextract(
     validated (constraints the grammar cannot enforce are checked here). Raises
     `IncompleteOutput` when `max_tokens` runs out before the model finishes (never a half
     object) and `OutputValidationError` when the value breaks a constraint checked after
-    decoding, or nests deeper than agentkit reads; `ModelRequestFailed` for whatever the
-    runtime raised. A bad argument is an `InvalidArgument` naming it.
+    decoding, or nests deeper than agentkit reads, after `max_retries` corrections: each
+    refused answer goes back to the model with its violations, and it answers again.
+    `output_validator` (sync or async) is given the value and returns the one to keep, or
+    raises `ModelRetry` to refuse it with a message (a correction too). The error's `retries`
+    lists the corrections asked for. `ModelRequestFailed` for whatever the runtime raised. A
+    bad argument is an `InvalidArgument` naming it.
     """
     check_text("text", text, optional=False)
     check_text("instructions", instructions)
     check_generation_settings(max_tokens=max_tokens, temperature=temperature, seed=seed)
     check_runtime(runtime)
+    with as_argument_error():
+        checks.check_count("max_retries", max_retries, least=0)
+    if output_validator is not None and not callable(output_validator):
+        raise InvalidArgument("output_validator", f"must be a function, not {type(output_validator).__name__}")
     spec = output_spec(output_type)
     rt = resolve_runtime(runtime)
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": f"{instructions or DEFAULT_INSTRUCTIONS}\n\n{spec.instructions()}"},
         {"role": "user", "content": text},
     ]
+    usage = Usage()
+    retries: list[RetryRecord] = []
+    attempt = 0
+    while True:
+        attempt += 1
+        generation = await _generate(rt, messages, spec, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                                     usage=usage)
+        usage = usage + generation.usage
+        messages = messages + [{"role": "assistant", "content": generation.text}]
+        try:
+            value = spec.validate(generation.text, messages=messages, usage=usage)
+            if output_validator is not None:
+                value = await apply_validator(output_validator, value)
+        except OutputValidationError as exc:
+            violations, kind = exc.violations, "validation"
+            told = "That answer is not valid:\n" + "\n".join(f"- {v}" for v in exc.violations) + "\nAnswer again."
+        except ModelRetry as exc:
+            violations, kind = [Violation("", "output_validator", exc.message, "validator")], "model_retry"
+            told = f"That answer is not accepted: {exc.message}\nAnswer again."
+        else:
+            if retries:
+                retries = [dataclasses.replace(r, fixed_at=attempt) for r in retries]
+                logger.info("extract: attempt %d fixed %d refused answer(s)", attempt, len(retries))
+            return value
+        retries.append(RetryRecord(attempt, "output", kind, told))  # type: ignore[arg-type]
+        if len(retries) > max_retries:
+            error = OutputValidationError(violations, generation.text, messages=messages, usage=usage)
+            error.retries = retries
+            raise error
+        logger.info("extract: correction %d of %d asked for: %s", len(retries), max_retries, told)
+        messages = messages + [{"role": "user", "content": told}]
+
+
+async def _generate(rt: Runtime, messages: list[dict[str, Any]], spec: OutputSpec[Any], *, max_tokens: int,
+                    temperature: float, seed: int | None, usage: Usage) -> Generation:
+    """One generation of an extraction, whole (not cut by its budget), or a typed error."""
     try:
         generation = await rt.generate(
             messages, grammar=spec.grammar, max_tokens=max_tokens, temperature=temperature, seed=seed
@@ -117,10 +180,9 @@ async def aextract(
             f"max_tokens={max_tokens} ran out before the model finished the output; raise max_tokens",
             text=generation.text,
             messages=messages,
-            usage=generation.usage,
+            usage=usage + generation.usage,
         )
-    answered = messages + [{"role": "assistant", "content": generation.text}]
-    return spec.validate(generation.text, messages=answered, usage=generation.usage)
+    return generation
 
 
 @overload
@@ -133,6 +195,8 @@ def extract(
     max_tokens: int = 512,
     temperature: float = 0.0,
     seed: int | None = None,
+    max_retries: int = 1,
+    output_validator: OutputValidator | None = None,
 ) -> T: ...
 
 
@@ -146,6 +210,8 @@ def extract(
     max_tokens: int = 512,
     temperature: float = 0.0,
     seed: int | None = None,
+    max_retries: int = 1,
+    output_validator: OutputValidator | None = None,
 ) -> Any: ...
 
 
@@ -158,6 +224,8 @@ def extract(
     max_tokens: int = 512,
     temperature: float = 0.0,
     seed: int | None = None,
+    max_retries: int = 1,
+    output_validator: OutputValidator | None = None,
 ) -> Any:
     """`aextract` for code without an event loop."""
     try:
@@ -166,7 +234,7 @@ def extract(
         return asyncio.run(
             aextract(
                 output_type, text, runtime=runtime, instructions=instructions, max_tokens=max_tokens,
-                temperature=temperature, seed=seed,
+                temperature=temperature, seed=seed, max_retries=max_retries, output_validator=output_validator,
             )
         )
     raise RuntimeError("extract was called inside a running event loop; use `await aextract(...)`")

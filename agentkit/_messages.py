@@ -13,7 +13,7 @@ import pydantic_core
 import grammar
 
 from ._bounds import UnreadableTurn, check_turn
-from ._errors import InvalidArgument, ToolArgumentsError, UnreadableResult, safe_str
+from ._errors import InvalidArgument, ModelRetry, ToolArgumentsError, UnreadableResult, safe_str
 from ._inputs import check_prompt
 
 Envelope = Literal["json", "hermes", "fenced", "python"]
@@ -195,6 +195,8 @@ def render_result(value: Any) -> str:
 def render_error(error: BaseException) -> str:
     """An exception as the model reads it in a tool message: for arguments that did not
     validate, each violation and a request to call again."""
+    if isinstance(error, ModelRetry):
+        return readable(f"{error.message}\nFix this and try again.")
     if isinstance(error, ToolArgumentsError):
         problems = "\n".join(f"- {v}" for v in error.violations)
         return readable(f"Error: invalid arguments for {error.tool}:\n{problems}\nCall it again with valid arguments.")

@@ -4,6 +4,8 @@ grammar and one validator, derived from the type, as for tool arguments."""
 from __future__ import annotations
 
 import json
+import inspect
+from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 import pydantic
@@ -19,6 +21,17 @@ from ._types import UnsupportedType, prepare
 from ._validator import SchemaValidator
 
 T = TypeVar("T")
+
+OutputValidator = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
+"""A function given a final answer, returning the answer to keep, or raising `ModelRetry`."""
+
+
+async def apply_validator(validator: OutputValidator, value: Any) -> Any:
+    """`validator(value)`, awaited where it is async."""
+    result = validator(value)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
 
 
 class OutputSpec(Generic[T]):

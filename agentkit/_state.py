@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._events import RunUsage, ToolCallRecord
+from ._events import RetryKind, RetryRecord, RunUsage, ToolCallRecord
 from ._messages import Message
 from ._repeats import CallLedger
 from ._settings import RunSettings
@@ -26,6 +27,20 @@ class RunState:
     step: int = 0
     failures: collections.Counter[str] = field(default_factory=collections.Counter)
     must_answer: bool = False
+    retries: list[RetryRecord] = field(default_factory=list)
 
     def context(self) -> dict[str, Any]:
         return {"messages": list(self.messages), "usage": self.usage}
+
+    def retry(self, subject: str, kind: RetryKind, problem: str, call_id: str | None = None) -> int:
+        """Record a correction asked for at this turn; the subject's count of corrections."""
+        self.retries.append(RetryRecord(self.step, subject, kind, problem, call_id))
+        self.failures[subject] += 1
+        return self.failures[subject]
+
+    def fixed(self, subject: str, call_id: str | None = None) -> None:
+        """The subject's open corrections were fixed at this turn (by `call_id`)."""
+        self.retries = [
+            dataclasses.replace(r, fixed_at=self.step, fixed_by=call_id) if r.subject == subject and not r.fixed else r
+            for r in self.retries
+        ]

@@ -76,7 +76,7 @@ def test_too_small_a_budget_is_a_typed_error_never_a_half_object() -> None:
 
 def test_a_value_failing_a_check_after_decoding_names_the_field() -> None:
     with pytest.raises(OutputValidationError) as info:
-        extract(Even, "three", runtime=ScriptedRuntime(['{"n":3}']))
+        extract(Even, "three", runtime=ScriptedRuntime(['{"n":3}']), max_retries=0)
     [violation] = info.value.violations
     assert (violation.field, violation.enforced_by) == ("n", "validator")
     assert "must be even" in violation.message

@@ -109,14 +109,14 @@ def test_a_number_past_the_digit_limit_is_refused_not_raised() -> None:
     result = Agent([walk], rt).run_sync("count")
     assert f"a number of {digits} digits" in result.messages[2]["content"]
     with pytest.raises(OutputValidationError) as info:
-        extract(int, "seven", runtime=ScriptedRuntime([Generation("7" * digits, "grammar_complete", Usage())]))
+        extract(int, "seven", runtime=ScriptedRuntime([Generation("7" * digits, "grammar_complete", Usage())]), max_retries=0)
     assert info.value.violations[0].keyword == "bounds" and info.value.messages
 
 
 def test_extract_refuses_deep_output_with_the_messages() -> None:
     deep = tree(3000)
     with pytest.raises(OutputValidationError) as info:
-        extract(Node, "a tree", runtime=ScriptedRuntime([Generation(deep, "grammar_complete", Usage())]))
+        extract(Node, "a tree", runtime=ScriptedRuntime([Generation(deep, "grammar_complete", Usage())]), max_retries=0)
     assert info.value.violations[0].keyword == "bounds"
     assert info.value.messages[-1] == {"role": "assistant", "content": deep}
 
