@@ -19,10 +19,12 @@ from importlib.metadata import PackageNotFoundError as _NotInstalled
 from importlib.metadata import version as _distribution_version
 
 from ._agent import Agent, ToolPrompt
+from ._approvals import Approval, ApprovalPredicate, PendingCall
 from ._constraints import Constraints, FieldConstraints
 from ._context import RunContext
 from ._errors import (
     AgentkitError,
+    CallDenied,
     IncompleteOutput,
     InvalidArgument,
     ModelRequestFailed,
@@ -61,6 +63,9 @@ __all__ = [
     "__version__",
     "Agent",
     "AgentkitError",
+    "Approval",
+    "ApprovalPredicate",
+    "CallDenied",
     "Constraints",
     "Event",
     "FieldConstraints",
@@ -72,6 +77,7 @@ __all__ = [
     "ModelRetry",
     "ModelSettings",
     "OutputValidationError",
+    "PendingCall",
     "RepeatCalls",
     "RepeatedCall",
     "RetryRecord",

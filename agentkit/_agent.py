@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Generic, Literal, overload
 
 from typing_extensions import TypeVar
@@ -15,9 +15,18 @@ from typing_extensions import TypeVar
 from grammar import Grammar, GrammarError, ReasoningSpan
 from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, checks, tool_instructions
 
+from ._approvals import (
+    Approval,
+    ApprovalPredicate,
+    check_approvals,
+    needs_approval,
+    pending_call,
+    unanswered_calls,
+)
 from ._bounds import UnreadableTurn
-from ._calls import count_failures, run_calls, tool_feedback
+from ._calls import count_failures, run_calls, tool_feedback, validated
 from ._errors import (
+    CallDenied,
     IncompleteOutput,
     InvalidArgument,
     ModelRequestFailed,
@@ -32,7 +41,7 @@ from ._errors import (
     Violation,
     safe_str,
 )
-from ._events import Event, FinalResult, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolResultEvent
+from ._events import Event, FinalResult, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
 from ._inputs import (
     as_argument_error,
     check_agent_settings,
@@ -48,12 +57,13 @@ from ._messages import (
     assistant_message,
     call_envelopes,
     conversation,
+    for_model,
     initial_messages,
     parse_turn,
     tool_message,
 )
 from ._output import OutputSpec, OutputValidator, apply_validator
-from ._repeats import ANSWER_NOW, REPEAT_CALLS, CallLedger, RepeatCalls
+from ._repeats import ANSWER_NOW, REPEAT_CALLS, CallLedger, RepeatCalls, ValidCall
 from ._settings import ModelSettings, RunSettings, check_model_settings, check_tool_choice, run_tools
 from ._runtime import budget_reached, model_written_calls, resolve_runtime
 from ._state import RunState
@@ -109,6 +119,12 @@ class Agent(Generic[OutputT]):
     answered with its message, and counts against the tool's `max_retries`. `RunResult.retries`
     records each correction and the turn that fixed it.
 
+    Approval: a call of a tool built with `requires_approval=True`, or one for which the
+    agent's `requires_approval` predicate (given a `PendingCall`) is true, waits for a
+    decision: the run stops before running it (the turn's other calls run) and its result
+    lists it in `pending`. `run(message_history=result.messages, approvals={id: decision})`
+    resumes: approved calls run, denied ones are answered with the denial.
+
     Model settings: `temperature`, `top_p`, `seed` and `max_tokens`, or the same as a
     `model_settings` dict (which wins); `agent.run(..., model_settings=...)` overrides them for
     one run, key by key. A run may also bring `extra_tools`, keep to `allowed_tools` (names),
@@ -154,6 +170,7 @@ class Agent(Generic[OutputT]):
         seed: int | None = None,
         model_settings: ModelSettings | None = None,
         output_validator: OutputValidator | None = None,
+        requires_approval: ApprovalPredicate | None = None,
     ) -> None: ...
 
     @overload
@@ -181,6 +198,7 @@ class Agent(Generic[OutputT]):
         seed: int | None = None,
         model_settings: ModelSettings | None = None,
         output_validator: OutputValidator | None = None,
+        requires_approval: ApprovalPredicate | None = None,
     ) -> None: ...
 
     def __init__(
@@ -207,6 +225,7 @@ class Agent(Generic[OutputT]):
         seed: int | None = None,
         model_settings: ModelSettings | None = None,
         output_validator: OutputValidator | None = None,
+        requires_approval: ApprovalPredicate | None = None,
     ) -> None:
         check_agent_settings(dict(max_steps=max_steps, max_calls_per_turn=max_calls_per_turn, max_retries=max_retries,
                                   token_budget=token_budget, timeout=timeout, tool_timeout=tool_timeout,
@@ -253,6 +272,9 @@ class Agent(Generic[OutputT]):
         if output_validator is not None and not callable(output_validator):
             raise InvalidArgument("output_validator", f"must be a function, not {type(output_validator).__name__}")
         self.output_validator = output_validator
+        if requires_approval is not None and not callable(requires_approval):
+            raise InvalidArgument("requires_approval", f"must be a function, not {type(requires_approval).__name__}")
+        self.requires_approval = requires_approval
         self._grammars = TurnGrammars(self.output, max_calls_per_turn, reasoning)
 
     @property
@@ -316,6 +338,7 @@ class Agent(Generic[OutputT]):
         extra_tools: Sequence[Tool | Callable[..., Any]] = (),
         allowed_tools: Collection[str] | None = None,
         tool_choice: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
     ) -> RunResult[OutputT]:
         """Run until a final answer. Raises a `RunError` subclass (carrying the messages so far)
         at a limit; a cancelled run raises `asyncio.CancelledError` with `.messages` added.
@@ -324,8 +347,13 @@ class Agent(Generic[OutputT]):
         messages of an earlier run (`result.messages`) that this one continues, the prompt
         after them. For this run only: `model_settings` (over the agent's, key by key),
         `extra_tools` beside the agent's, `allowed_tools` (the names it may call, of both),
-        and `tool_choice` ("auto", "required" or a tool's name; the agent's by default)."""
-        state = self._start(prompt, deps, message_history, model_settings, extra_tools, allowed_tools, tool_choice)
+        and `tool_choice` ("auto", "required" or a tool's name; the agent's by default).
+
+        A run that reaches calls waiting for approval stops before running them: its result's
+        `pending` lists them (`output` is None). Resume with `message_history=result.messages`,
+        no prompt, and `approvals={call id: True, False or a reason}` for each."""
+        state = self._start(prompt, deps, message_history, model_settings, extra_tools, allowed_tools, tool_choice,
+                            approvals)
         try:
             async with contextlib.aclosing(self._events(state, stream=False)) as events:
                 async for event in events:
@@ -347,6 +375,7 @@ class Agent(Generic[OutputT]):
         extra_tools: Sequence[Tool | Callable[..., Any]] = (),
         allowed_tools: Collection[str] | None = None,
         tool_choice: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
     ) -> RunResult[OutputT]:
         """`run` for code without an event loop: the same result or error, at the same time.
 
@@ -358,7 +387,7 @@ class Agent(Generic[OutputT]):
         except RuntimeError:
             return run_to_end(self.run(
                 prompt, deps=deps, message_history=message_history, model_settings=model_settings,
-                extra_tools=extra_tools, allowed_tools=allowed_tools, tool_choice=tool_choice,
+                extra_tools=extra_tools, allowed_tools=allowed_tools, tool_choice=tool_choice, approvals=approvals,
             ))
         raise RuntimeError("run_sync was called inside a running event loop; use `await agent.run(...)`")
 
@@ -372,10 +401,12 @@ class Agent(Generic[OutputT]):
         extra_tools: Sequence[Tool | Callable[..., Any]] = (),
         allowed_tools: Collection[str] | None = None,
         tool_choice: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
     ) -> AsyncIterator[Event]:
         """The run as events: `TextDelta` pieces of each turn, `ToolCallEvent`,
         `ToolResultEvent`, then one `FinalResult`. Arguments as for `run`."""
-        state = self._start(prompt, deps, message_history, model_settings, extra_tools, allowed_tools, tool_choice)
+        state = self._start(prompt, deps, message_history, model_settings, extra_tools, allowed_tools, tool_choice,
+                            approvals)
         try:
             async with contextlib.aclosing(self._events(state, stream=True)) as events:
                 async for event in events:
@@ -394,6 +425,7 @@ class Agent(Generic[OutputT]):
         extra_tools: Sequence[Tool | Callable[..., Any]],
         allowed_tools: Collection[str] | None,
         tool_choice: str | None,
+        approvals: Mapping[str, Approval] | None,
     ) -> RunState:
         tools = run_tools(self.tools, extra_tools, allowed_tools)
         # The agent's own tool_choice may not fit a run's tools: the run's tools are then to blame.
@@ -404,8 +436,19 @@ class Agent(Generic[OutputT]):
         deadline = None
         if self.timeout is not None:
             deadline = asyncio.get_running_loop().time() + self.timeout
+        waiting = unanswered_calls(history) if isinstance(history, (list, tuple)) else []
+        if waiting and prompt is not None:
+            raise InvalidArgument("prompt", "the history ends with calls awaiting approval: resume with approvals "
+                                            "and no prompt")
+        decided = check_approvals(approvals, waiting)
+        for call in waiting:
+            if call.name not in tools:
+                raise InvalidArgument("message_history", f"call {call.id} names {call.name!r}, none of the run's tools")
         messages = initial_messages(conversation(prompt, history), self._system_prompt(tools))
-        return RunState(messages, deps, deadline, CallLedger(self.repeat_calls), settings)
+        state = RunState(messages, deps, deadline, CallLedger(self.repeat_calls), settings)
+        state.resumed, state.approvals = waiting, decided
+        state.earlier_turns = sum(m.get("role") == "assistant" for m in messages)
+        return state
 
     def _envelope(self, runtime: Runtime) -> Envelope:
         """How this agent's model writes calls: as the runtime's template teaches, or the
@@ -419,6 +462,8 @@ class Agent(Generic[OutputT]):
         tools = state.settings.tools
         tools_json = None if self.tool_prompt == "python" else [t.to_openai() for t in tools.values()] or None
         envelopes = call_envelopes(self._envelope(runtime))
+        async for event in self._resume(state):
+            yield event
         while True:
             kind = self._turn_kind(state)
             with self._model_errors(state, runtime.name):
@@ -430,7 +475,7 @@ class Agent(Generic[OutputT]):
             options = dict(grammar=g, max_tokens=budget, tools=tools_json, **state.settings.generation_options())
             if stream:
                 with self._model_errors(state, runtime.name):
-                    pieces = runtime.stream(state.messages, **options)
+                    pieces = runtime.stream(for_model(state.messages), **options)
                 try:
                     while True:
                         try:
@@ -443,7 +488,7 @@ class Agent(Generic[OutputT]):
                 generation = pieces.generation
                 assert generation is not None
             else:
-                generation = await self._within(state, runtime.generate(state.messages, **options), runtime)
+                generation = await self._within(state, runtime.generate(for_model(state.messages), **options), runtime)
             try:
                 turn = self._read(state, generation, budget, g, kind)
             except UnreadableTurn as exc:
@@ -459,17 +504,46 @@ class Agent(Generic[OutputT]):
             state.messages.append(assistant_message(turn))
             for call in turn.calls:
                 yield ToolCallEvent(state.step, call)
-            records = await self._within(state, run_calls(state, turn.calls, tools, self.tool_timeout))
-            for record in records:
-                state.messages.append(tool_message(record.call, tool_feedback(record)))
-                state.records.append(record)
-                yield ToolResultEvent(state.step, record)
-            state.usage = state.usage + RunUsage(repeated_calls=sum(r.repeat_of is not None for r in records))
-            if (self.answer_on_repeat and not state.must_answer and not self._needs_a_success(state)
-                    and state.ledger.goes_in_circles(records)):
-                state.must_answer = True
-                state.messages.append({"role": "user", "content": ANSWER_NOW})
-            count_failures(state, records, self.max_retries)
+            checked = [validated(c, tools) for c in turn.calls]
+            held = [c for c in checked if isinstance(c, ValidCall) and needs_approval(c, self.requires_approval)]
+            async for event in self._answer_calls(state, [c for c in checked if not any(c is h for h in held)]):
+                yield event
+            if held:  # the run stops here, before those calls run; `run(approvals=...)` resumes it
+                state.pending = [pending_call(c) for c in held]
+                yield FinalResult(self._result(state, None))
+                return
+
+    async def _answer_calls(self, state: RunState, items: list[ValidCall | ToolCallRecord]) -> AsyncIterator[Event]:
+        """Run a turn's calls (records given stand), answer each in a tool message, and count
+        repeats and corrections."""
+        if not items:
+            return
+        records = await self._within(state, run_calls(state, items, self.tool_timeout))
+        for record in records:
+            state.messages.append(tool_message(record.call, tool_feedback(record)))
+            state.records.append(record)
+            yield ToolResultEvent(state.step, record)
+        state.usage = state.usage + RunUsage(repeated_calls=sum(r.repeat_of is not None for r in records))
+        if (self.answer_on_repeat and not state.must_answer and not self._needs_a_success(state)
+                and state.ledger.goes_in_circles(records)):
+            state.must_answer = True
+            state.messages.append({"role": "user", "content": ANSWER_NOW})
+        count_failures(state, records, self.max_retries)
+
+    async def _resume(self, state: RunState) -> AsyncIterator[Event]:
+        """The calls a paused run left waiting, decided: approved ones run, denied ones are
+        answered with the denial (`CallDenied`)."""
+        items: list[ValidCall | ToolCallRecord] = []
+        for call in state.resumed:
+            checked = validated(call, state.settings.tools)
+            decision = state.approvals[call.id]
+            if decision is True or isinstance(checked, ToolCallRecord):
+                items.append(checked)
+            else:
+                reason = decision if isinstance(decision, str) and decision else None
+                items.append(ToolCallRecord(call, checked.arguments, error=CallDenied(call.name, reason)))
+        async for event in self._answer_calls(state, items):
+            yield event
 
     def _turn_budget(self, state: RunState) -> int:
         if self.token_budget is None:
@@ -562,7 +636,7 @@ class Agent(Generic[OutputT]):
                 text,
                 envelope=envelopes,
                 tool_names=set(state.settings.tools),
-                step=state.step,
+                step=state.step + state.earlier_turns,  # call ids stay unique in a continued conversation
                 expect_output=self.output is not None,
                 preamble=self._preamble(kind, envelopes),
             )
@@ -596,7 +670,8 @@ class Agent(Generic[OutputT]):
         return _RETRY
 
     def _result(self, state: RunState, output: Any) -> RunResult[OutputT]:
-        return RunResult(output, list(state.messages), state.usage, list(state.records), state.step, list(state.retries))
+        return RunResult(output, list(state.messages), state.usage, list(state.records), state.step, list(state.retries),
+                         list(state.pending))
 
 
 _RETRY = object()

@@ -18,11 +18,11 @@ logger = logging.getLogger("agentkit")
 
 
 async def run_calls(
-    state: RunState, calls: Sequence[ToolCall], tools: Mapping[str, Tool], tool_timeout: float | None
+    state: RunState, calls: Sequence[ValidCall | ToolCallRecord], tool_timeout: float | None
 ) -> list[ToolCallRecord]:
-    """Validate every call, then run the valid ones concurrently, repeats as the run's ledger
-    says; records in call order. A tool's failure is its record's `error`, not raised, except
-    a `RunError` (a tool that ends the run)."""
+    """Run the valid calls (`validated`'s) concurrently, repeats as the run's ledger says;
+    records in call order (a record given stands). A tool's failure is its record's `error`,
+    not raised, except a `RunError` (a tool that ends the run)."""
 
     async def run(valid: ValidCall) -> ToolCallRecord:
         call = valid.call
@@ -53,7 +53,7 @@ async def run_calls(
             return ToolCallRecord(call, valid.arguments, error=exc)
         return ToolCallRecord(call, valid.arguments, result=result)
 
-    return await state.ledger.run_turn([validated(c, tools) for c in calls], run)
+    return await state.ledger.run_turn(calls, run)
 
 
 def validated(call: ToolCall, tools: Mapping[str, Tool]) -> ValidCall | ToolCallRecord:

@@ -10,6 +10,7 @@ The tree (a name in parentheses is a builtin base it also has, so code catching 
     ├── ToolTimeout (TimeoutError)           a tool call past its timeout; goes to the model
     ├── RepeatedCall                         a refused repeat; goes to the model
     ├── ModelRetry                           raised by a tool or output validator: ask again
+    ├── CallDenied                           a call its approver denied; goes to the model
     ├── ValidationFailed                     a value that did not validate (`violations`)
     │   ├── ToolArgumentsError               a call's arguments; goes to the model
     │   └── OutputValidationError            a final output, after its corrections
@@ -190,6 +191,16 @@ class ModelRetry(AgentkitError):
     def __init__(self, message: str):
         self.message = message
         super().__init__(message)
+
+
+class CallDenied(AgentkitError):
+    """A call that waited for approval and was denied (`approvals={id: False}`, or a reason
+    string): the model reads it as the call's outcome. `reason` is the approver's, or None."""
+
+    def __init__(self, tool: str, reason: str | None = None):
+        self.tool = tool
+        self.reason = reason
+        super().__init__(f"the call of {tool} was not approved" + (f": {reason}" if reason else ""))
 
 
 class ValidationFailed(AgentkitError):

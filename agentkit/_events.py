@@ -87,7 +87,11 @@ class RunResult(Generic[OutputT]):
     """A finished run: the `output` (text, or an instance of the output type), every message
     (the prompt included, so `agent.run(result.messages + [...])` continues the chat), the
     `usage` (tokens and tool calls), each tool call made (repeats included), the number of model turns (`steps`),
-    and each correction asked for, with the turn that fixed it (`retries`)."""
+    and each correction asked for, with the turn that fixed it (`retries`).
+
+    `pending` lists the calls (`PendingCall`: `.id`, `.tool`, typed `.arguments`) that wait for
+    approval where the run stopped before running them; `output` is then None (see
+    `Agent.run`'s `approvals`)."""
 
     output: OutputT
     messages: list[Message]
@@ -95,6 +99,7 @@ class RunResult(Generic[OutputT]):
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     steps: int = 0
     retries: list[RetryRecord] = field(default_factory=list)
+    pending: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

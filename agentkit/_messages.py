@@ -13,7 +13,7 @@ import pydantic_core
 import grammar
 
 from ._bounds import UnreadableTurn, check_turn
-from ._errors import InvalidArgument, ModelRetry, ToolArgumentsError, UnreadableResult, safe_str
+from ._errors import CallDenied, InvalidArgument, ModelRetry, ToolArgumentsError, UnreadableResult, safe_str
 from ._inputs import check_prompt
 
 Envelope = Literal["json", "hermes", "fenced", "python"]
@@ -167,10 +167,24 @@ def parse_turn(
 
 def assistant_message(turn: Turn) -> Message:
     """The assistant message recording a turn: exactly the text the model wrote, calls
-    included in its own envelope, so the next turn's prompt shows the model its own format.
-    (An OpenAI-style `tool_calls` list beside it would make templates that render such lists
-    show each call twice; the calls are in `RunResult.tool_calls`.)"""
-    return {"role": "assistant", "content": turn.text}
+    included in its own envelope (so the next turn's prompt shows the model its own format),
+    and the calls structured beside it in OpenAI's shape (`tool_calls`: id, name, arguments
+    as JSON), which `for_model` leaves out of what a runtime is sent: templates that render
+    such lists would show each call twice."""
+    message: Message = {"role": "assistant", "content": turn.text}
+    if turn.calls:
+        message["tool_calls"] = [call.to_openai() for call in turn.calls]
+    return message
+
+
+def for_model(messages: list[Message]) -> list[Message]:
+    """The messages as a runtime is sent them: an assistant message whose text holds its
+    calls goes without its structured `tool_calls` copy."""
+    return [
+        {k: v for k, v in m.items() if k != "tool_calls"} if m.get("role") == "assistant" and m.get("content")
+        and "tool_calls" in m else m
+        for m in messages
+    ]
 
 
 def tool_message(call: ToolCall, content: str) -> Message:
@@ -195,6 +209,9 @@ def render_result(value: Any) -> str:
 def render_error(error: BaseException) -> str:
     """An exception as the model reads it in a tool message: for arguments that did not
     validate, each violation and a request to call again."""
+    if isinstance(error, CallDenied):
+        return readable("This call was not approved" + (f": {error.reason}" if error.reason else ".")
+                        + "\nDo not make it again unless the user asks.")
     if isinstance(error, ModelRetry):
         return readable(f"{error.message}\nFix this and try again.")
     if isinstance(error, ToolArgumentsError):

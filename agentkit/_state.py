@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._events import RetryKind, RetryRecord, RunUsage, ToolCallRecord
-from ._messages import Message
+from ._messages import Message, ToolCall
 from ._repeats import CallLedger
 from ._settings import RunSettings
 
@@ -28,6 +28,10 @@ class RunState:
     failures: collections.Counter[str] = field(default_factory=collections.Counter)
     must_answer: bool = False
     retries: list[RetryRecord] = field(default_factory=list)
+    pending: list[Any] = field(default_factory=list)  # `PendingCall`s where the run stopped for approval
+    resumed: list[ToolCall] = field(default_factory=list)  # calls a resumed run was given decisions on
+    approvals: dict[str, Any] = field(default_factory=dict)
+    earlier_turns: int = 0  # assistant turns of the conversation the run continues
 
     def context(self) -> dict[str, Any]:
         return {"messages": list(self.messages), "usage": self.usage}

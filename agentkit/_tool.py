@@ -43,7 +43,8 @@ class Tool:
     `constraints` (per field: what the grammar enforces while decoding and what is checked
     after); `timeout` (seconds, or None for the agent's `tool_timeout`); `idempotent` (False:
     an equal call may give another result or act again, so every call runs, whatever the
-    agent's `repeat_calls` says).
+    agent's `repeat_calls` says); `requires_approval` (True: a run that reaches a call of it
+    stops before running it, and resumes with the caller's decision; see `Agent`).
     """
 
     def __init__(
@@ -57,6 +58,7 @@ class Tool:
         strict: bool = False,
         timeout: float | None = None,
         idempotent: bool = True,
+        requires_approval: bool = False,
         context_param: str | None = None,
         param_names: dict[str, str] | None = None,
         positional: tuple[str, ...] = (),
@@ -73,6 +75,7 @@ class Tool:
         self.strict = strict
         self.timeout = timeout
         self.idempotent = idempotent
+        self.requires_approval = requires_approval
         self.context_param = context_param
         self.is_async = _is_async(fn)
         self._param_names = param_names or {}
@@ -98,6 +101,7 @@ class Tool:
         strict: bool = False,
         timeout: float | None = None,
         idempotent: bool = True,
+        requires_approval: bool = False,
     ) -> "Tool":
         """A tool from a function's signature, type hints and docstring."""
         tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
@@ -113,6 +117,7 @@ class Tool:
             strict=strict,
             timeout=timeout,
             idempotent=idempotent,
+            requires_approval=requires_approval,
             context_param=context_param,
             param_names=names,
             positional=positional,
@@ -129,6 +134,7 @@ class Tool:
         strict: bool = False,
         timeout: float | None = None,
         idempotent: bool = True,
+        requires_approval: bool = False,
     ) -> "Tool":
         """A tool whose arguments are described by a JSON Schema; `fn(arguments)` receives them
         as a validated dict (plus a `RunContext` parameter, if it declares one).
@@ -149,6 +155,7 @@ class Tool:
             strict=strict,
             timeout=timeout,
             idempotent=idempotent,
+            requires_approval=requires_approval,
             context_param=_context_param_of(fn),
         )
 
@@ -337,6 +344,7 @@ def tool(
     strict: bool = False,
     timeout: float | None = None,
     idempotent: bool = True,
+    requires_approval: bool = False,
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -349,6 +357,7 @@ def tool(
     strict: bool = False,
     timeout: float | None = None,
     idempotent: bool = True,
+    requires_approval: bool = False,
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Make a function (sync or async) a `Tool`: `@tool` or `@tool(name=..., strict=True)`.
 
@@ -358,11 +367,14 @@ def tool(
     cannot enforce while decoding. `timeout` bounds each call, in seconds. `idempotent=False`
     marks a tool whose equal calls may differ (side effects, changing data): each call then
     runs, and is never answered from an earlier one (see `Agent`'s `repeat_calls`).
+    `requires_approval=True`: a run stops before running a call of it, and its result lists the
+    call in `pending`, until `agent.run(message_history=..., approvals=...)` resumes it.
     """
 
     def wrap(f: ToolFunction) -> Tool:
         return Tool.from_function(
-            f, name=name, description=description, strict=strict, timeout=timeout, idempotent=idempotent
+            f, name=name, description=description, strict=strict, timeout=timeout, idempotent=idempotent,
+            requires_approval=requires_approval,
         )
 
     return wrap(fn) if fn is not None else wrap

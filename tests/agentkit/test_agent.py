@@ -105,7 +105,11 @@ async def test_hermes_envelope() -> None:
     rt = ScriptedRuntime([text, "Sunny."], tool_call_envelope="hermes")
     result = await Agent([get_weather], rt).run("Rome?")
     assert result.tool_calls[0].arguments.days == 2
-    assert result.messages[1] == {"role": "assistant", "content": text}
+    assert result.messages[1] == {"role": "assistant", "content": text, "tool_calls": [
+        {"id": "call_1_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Rome", "days": 2}'}}
+    ]}
+    # the model is shown its turn as it wrote it, without the structured copy of its calls
+    assert rt.calls[1].messages[1] == {"role": "assistant", "content": text}
 
 
 @pytest.mark.parametrize("opening, closing", [("<tool_call>\n", "\n</tool_call>"), ("```json\n", "\n```")])
@@ -117,7 +121,8 @@ async def test_text_before_a_call_is_a_preamble_and_the_call_runs(opening: str, 
     agent = Agent([get_weather], rt)
     result = await agent.run("Rome?")
     assert [r.arguments.city for r in result.tool_calls] == ["Rome"] and result.output == "Sunny."
-    assert result.messages[1] == {"role": "assistant", "content": text}
+    assert result.messages[1]["content"] == text
+    assert [c["function"]["name"] for c in result.messages[1]["tool_calls"]] == ["get_weather"]
     assert agent.turn_grammar("hermes").accepts(text)
     assert not agent.turn_grammar("hermes").accepts("I will call <tool_call> now.")
 
