@@ -49,7 +49,8 @@ from ._errors import (
 )
 from ._events import Event, FinalResult, RetryRecord, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
 from ._extract import aextract, extract
-from ._messages import Message, ToolCall
+from ._history import messages_from_json, messages_to_json
+from ._messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolCallPart, ToolMessage, UserMessage
 from ._repeats import RepeatCalls
 from ._settings import ModelSettings
 from ._tool import Tool, tool
@@ -64,6 +65,7 @@ __all__ = [
     "Agent",
     "AgentkitError",
     "Approval",
+    "AssistantMessage",
     "ApprovalPredicate",
     "CallDenied",
     "Constraints",
@@ -87,6 +89,7 @@ __all__ = [
     "RunTimeout",
     "RunUsage",
     "StepLimitExceeded",
+    "SystemMessage",
     "TextDelta",
     "TokenLimitExceeded",
     "Tool",
@@ -94,8 +97,10 @@ __all__ = [
     "ToolArgumentsError",
     "ToolCall",
     "ToolCallEvent",
+    "ToolCallPart",
     "ToolCallRecord",
     "ToolDefinitionError",
+    "ToolMessage",
     "ToolPrompt",
     "ToolResultEvent",
     "ToolRetriesExceeded",
@@ -104,9 +109,12 @@ __all__ = [
     "UnreadableOutput",
     "UnreadableResult",
     "UsageLimitExceeded",
+    "UserMessage",
     "ValidationFailed",
     "Violation",
     "aextract",
     "extract",
+    "messages_from_json",
+    "messages_to_json",
     "tool",
 ]

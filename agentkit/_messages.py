@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
+
+from pydantic import ConfigDict, with_config
+from typing_extensions import NotRequired, TypedDict
 
 import pydantic_core
 
@@ -31,25 +34,43 @@ def call_envelopes(canonical: Envelope) -> tuple[Envelope, ...]:
     return (canonical,) + tuple(e for e in ("fenced", "json") if e != canonical)
 
 
+@with_config(ConfigDict(extra="allow"))  # a key of its own (a user's `name`) is kept
 class SystemMessage(TypedDict):
     role: Literal["system"]
     content: str
 
 
+@with_config(ConfigDict(extra="allow"))  # a key of its own (a user's `name`) is kept
 class UserMessage(TypedDict):
     role: Literal["user"]
     content: str
 
 
+class FunctionCall(TypedDict):
+    name: str
+    arguments: str  # the arguments as JSON text, as OpenAI's messages carry them
+
+
+class ToolCallPart(TypedDict):
+    """A structured call in an assistant message: its `id`, and the function and arguments."""
+
+    id: str
+    type: Literal["function"]
+    function: FunctionCall
+
+
+@with_config(ConfigDict(extra="allow"))  # a key of its own (a user's `name`) is kept
 class AssistantMessage(TypedDict):
     role: Literal["assistant"]
-    content: str
+    content: str | None
+    tool_calls: NotRequired[list[ToolCallPart]]
 
 
+@with_config(ConfigDict(extra="allow"))  # a key of its own (a user's `name`) is kept
 class ToolMessage(TypedDict):
     role: Literal["tool"]
     tool_call_id: str
-    name: str
+    name: NotRequired[str]
     content: str
 
 
