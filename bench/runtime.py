@@ -85,7 +85,7 @@ def feed(rt: runtimes.LlamaCpp, prompt: list[int], tokens: list[int], compiled: 
     sampler = Sampler()
     matcher = grammar.Matcher(compiled, stop_when_complete=True) if compiled is not None else None
     rt.begin_slot(0, 0)
-    (logits,) = rt.read_batch([Feed(0, 0, prompt, True)])
+    ((logits,),) = rt.read_batch([Feed(0, 0, prompt, 1)])
     steps, selects = [], []
     for i, token in enumerate(tokens):
         start = time.perf_counter()
@@ -100,7 +100,7 @@ def feed(rt: runtimes.LlamaCpp, prompt: list[int], tokens: list[int], compiled: 
             matcher.is_terminated()
         selected = time.perf_counter()
         if i + 1 < len(tokens):
-            (logits,) = rt.read_batch([Feed(0, len(prompt) + i, [token], True)])
+            ((logits,),) = rt.read_batch([Feed(0, len(prompt) + i, [token], 1)])
         end = time.perf_counter()
         selects.append(selected - start)
         steps.append(end - start)

@@ -11,12 +11,14 @@ from typing import Any, Protocol
 
 @dataclass(frozen=True)
 class Feed:
-    """Tokens to append to one slot's sequence in a step, at positions `start`, `start + 1`, ..."""
+    """Tokens to append to one slot's sequence in a step, at positions `start`, `start + 1`, ...;
+    `logits`: after how many of the last tokens the logits are wanted (0: none; 1: after the
+    last only; more where guesses are checked, one row after each)."""
 
     slot: int
     start: int
     tokens: list[int]
-    logits: bool  # whether the logits after the last token are wanted
+    logits: int
 
 
 class BatchModel(Protocol):
@@ -33,10 +35,12 @@ class BatchModel(Protocol):
     model_lock: threading.Lock  # held around every call below
 
     def begin_slot(self, slot: int, keep: int) -> int:
-        """Drop what `slot`'s cache holds past its first `keep` tokens; how many it kept."""
+        """Drop what `slot`'s cache holds past its first `keep` tokens; how many it kept (also
+        how a step's rejected guesses leave the cache)."""
 
     def begin_slot_from(self, source: int, slot: int, length: int) -> bool:
         """Start `slot` from the first `length` cached tokens of `source`'s; False if it can't."""
 
     def read_batch(self, feeds: list[Feed]) -> list[Any]:
-        """One forward pass over every feed; per feed, the logits after its last token or None."""
+        """One forward pass over every feed; per feed, its `logits` rows in position order (an
+        empty list where it wants none), valid until the next read."""

@@ -70,7 +70,7 @@ class LlamaContext:
         self._memory = lib.llama_get_memory(self.ctx)
         self._capacity = batch_tokens
         self._views: dict[int, np.ndarray] = {}  # logits rows by address: see `_row`
-        self._max_views = 4 * max_batch
+        self._max_views = 4 * batch_tokens
         self._batch = lib.llama_batch_init(batch_tokens, 0, 1)
         batch = self._batch
         self._tokens = np.ctypeslib.as_array(batch.token, shape=(batch_tokens,))
@@ -113,24 +113,25 @@ class LlamaContext:
 
     # --- a forward pass -----------------------------------------------------------------------
 
-    def decode(self, entries: list[tuple[int, int, list[int], bool]]) -> list[np.ndarray | None]:
-        """One `llama_decode` over (sequence, first position, tokens, wants logits) entries; per
-        entry, a view of the logits after its last token, or None."""
+    def decode(self, entries: list[tuple[int, int, list[int], int]]) -> list[list[np.ndarray]]:
+        """One `llama_decode` over (sequence, first position, tokens, rows wanted) entries; per
+        entry, views of the logits after each of its last `rows wanted` tokens."""
         total = sum(len(tokens) for _, _, tokens, _ in entries)
         if total > self._capacity:
             raise RuntimeFailure(f"LlamaCpp: {total} tokens in one step exceed the batch of {self._capacity}")
         at = 0
-        outputs: list[int | None] = []
+        outputs: list[range] = []
         for seq, start, tokens, wants in entries:
             n = len(tokens)
+            if not 0 <= wants <= n:
+                raise RuntimeFailure(f"LlamaCpp: logits after {wants} of a feed's {n} tokens")
             self._tokens[at : at + n] = tokens
             self._positions[at : at + n] = np.arange(start, start + n)
-            self._wants[at : at + n] = 0
+            self._wants[at : at + n - wants] = 0
+            self._wants[at + n - wants : at + n] = 1
             for i in range(at, at + n):
                 self._seq_rows[i][0] = seq
-            if wants:
-                self._wants[at + n - 1] = 1
-            outputs.append(at + n - 1 if wants else None)
+            outputs.append(range(at + n - wants, at + n))
             at += n
         self._batch.n_tokens = total
         status = self._lib.llama_decode(self.ctx, self._batch)
@@ -140,7 +141,7 @@ class LlamaContext:
                 f"over {len(entries)} sequences"
                 + (" (no room left in the KV cache)" if status == 1 else "")
             )
-        return [None if i is None else self._row(i) for i in outputs]
+        return [[self._row(i) for i in wanted] for wanted in outputs]
 
     def _row(self, index: int) -> np.ndarray:
         """A view of the logits row llama.cpp keeps at this batch index. llama.cpp writes each

@@ -23,6 +23,7 @@ import numpy as np
 import grammar as grammar_
 from grammar import CompiledGrammar, Grammar, Matcher, TokenMask, Vocabulary
 
+from ._drafting import Drafter, drafter_for
 from ._errors import RuntimeFailure
 from ._protocol import Generation, Messages, Request, Runtime, TextStream
 from ._sampling import Sampler
@@ -46,6 +47,13 @@ class LocalRuntime(Runtime):
     batch_tokens: int | None = None
     prefill_chunk: int | None = None
     cache_cells: int | None = None
+    # Jump-forward (see `_sequence`): tokens the grammar forces are taken without a model step
+    # and read with the next one. Exact (the same output as token by token); on by default.
+    jump_forward: bool = True
+    # Whether `begin_slot` can drop a sequence's last tokens (a drafter's rejected guesses).
+    keeps_partial_cache: bool = False
+    # The most guesses a step carries, where a drafter runs.
+    draft_tokens: int = 8
 
     def __init__(self, seed: int | None = None) -> None:
         # Calls without a seed draw one from here: a run of calls is reproducible, calls differ.
@@ -53,6 +61,27 @@ class LocalRuntime(Runtime):
         self.model_lock = threading.Lock()  # the model's state: the scheduler's, or a benchmark's
         self._scheduler_: Scheduler | None = None
         self._released = False
+        self._draft: object = None
+        self._drafter: Drafter | None = None
+
+    @property
+    def draft(self) -> object:
+        """The drafter of speculative decoding: None (none), "prompt" (prompt lookup: n-gram
+        matches against the prompt and the answer so far) or an object with
+        `propose(context, limit)`. Its guesses are checked by the model, several per forward
+        pass; greedy output is the same as without, sampled output has the same distribution.
+        Set it between calls; a model whose cache cannot drop its last tokens cannot draft."""
+        return self._draft
+
+    @draft.setter
+    def draft(self, value: object) -> None:
+        drafter = drafter_for(value)
+        if drafter is not None and not self.keeps_partial_cache:
+            raise RuntimeFailure(
+                f"{self.name}: draft={value!r} needs a model whose cache can drop a sequence's last "
+                "tokens (rejected guesses); this one cannot"
+            )
+        self._draft, self._drafter = value, drafter
 
     @property
     def _scheduler(self) -> Scheduler:
@@ -83,17 +112,19 @@ class LocalRuntime(Runtime):
         False where the model cannot share cache cells between sequences."""
         return False
 
-    def read_batch(self, feeds: list[Feed]) -> list[Any]:
+    def read_batch(self, feeds: list[Feed]) -> list[list[Any]]:
         """Append each feed's tokens to its slot's sequence, all in one forward pass; per feed,
-        the logits after its last token (None where not wanted), valid until the next read.
+        its `logits` rows (the logits after each of its last `feed.logits` tokens; an empty
+        list where it wants none), valid until the next read.
 
         This default serves single-sequence models (`max_batch` 1) through `prefill` and
-        `forward`: a sequence's first read is its whole prompt."""
+        `forward`: a sequence's first read is its whole prompt, and later tokens are read one
+        `forward` each (correct, but no faster for tokens taken several at a time)."""
         (feed,) = feeds
         if feed.start == 0:
-            return [self.prefill(feed.tokens)]
-        (token,) = feed.tokens
-        return [self.forward(token)]
+            return [[self.prefill(feed.tokens)] if feed.logits else []]
+        rows = [self.forward(token) for token in feed.tokens]
+        return [rows[len(rows) - feed.logits :] if feed.logits else []]
 
     def prefill(self, prompt_ids: list[int]) -> Any:
         """Read the prompt anew; the logits (width `vocabulary.size`) for the first answer token."""
@@ -198,7 +229,18 @@ class LocalRuntime(Runtime):
             self._host_logits,
             self._masked_logits,
             request.grammar.reasoning if request.grammar is not None else None,
+            jump_forward=self.jump_forward,
+            drafter=self._drafter,
+            draft_limit=self.draft_tokens,
+            step_tokens=self._step_tokens(),
         )
+
+    def _step_tokens(self) -> int | None:
+        """The most tokens one sequence's step may carry: a share of a pass that leaves half
+        of it to the prompts of newcomers."""
+        if self.batch_tokens is None:
+            return None
+        return max(1, self.batch_tokens // (2 * self.max_batch))
 
     def _call_seed(self, seed: int | None) -> int:
         return int(self._seeds.integers(2**63)) if seed is None else seed

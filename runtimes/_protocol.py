@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from grammar import Grammar
@@ -20,14 +20,29 @@ Messages = list[dict[str, Any]] | str
 
 @dataclass
 class Usage:
-    """Tokens read and written by one generation (or, summed, by many)."""
+    """Tokens read and written by one generation (or, summed, by many).
+
+    Local runtimes also count the work behind the tokens: `forward_passes`, the model passes
+    whose logits chose this generation's tokens (the prompt's last read counts as one; 0 where
+    the runtime cannot count them, as from a remote server). Decoding token by token it equals
+    `completion_tokens`; jump-forward and a drafter take it below. `drafted_tokens` is how many tokens a drafter proposed and
+    `accepted_tokens` how many of those the model confirmed (0 where no drafter ran).
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    forward_passes: int = field(default=0, kw_only=True)
+    drafted_tokens: int = field(default=0, kw_only=True)
+    accepted_tokens: int = field(default=0, kw_only=True)
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """The share of drafted tokens the model accepted; None where none were drafted."""
+        return self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else None
 
     def __add__(self, other: "Usage") -> "Usage":
         if not isinstance(other, Usage):
@@ -35,6 +50,9 @@ class Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
+            forward_passes=self.forward_passes + other.forward_passes,
+            drafted_tokens=self.drafted_tokens + other.drafted_tokens,
+            accepted_tokens=self.accepted_tokens + other.accepted_tokens,
         )
 
 

@@ -30,7 +30,12 @@ class Sampler:
         return self.temperature == 0.0
 
     def select(self, logits: np.ndarray, mask: TokenMask | None = None) -> int:
-        """The next token id. `logits` is a scratch row: it may be overwritten."""
+        """The next token id. `logits` is a scratch row: it may be overwritten.
+
+        Where the mask allows one token there is no choice, and no random number is drawn: a
+        seeded sampled answer is the same whether forced tokens are taken here or jumped over."""
+        if mask is not None and mask.count == 1:
+            return int(mask.allowed_ids()[0])
         if mask is None:
             if self.greedy:
                 return int(np.argmax(logits))
@@ -42,6 +47,43 @@ class Sampler:
             return int(ids[self._sample(logits[ids])])
         mask.apply(logits)
         return int(self._sample(logits))
+
+    def verify(self, logits: np.ndarray, mask: TokenMask | None, draft: int) -> int:
+        """The next token, given a drafter's guess `draft` (a point mass: a drafter whose guess
+        is a function of the context). Greedy: the same choice as `select`. Sampling: the
+        speculative acceptance rule, so the token follows `select`'s distribution p exactly:
+        `draft` with probability p(draft), else a draw from p without `draft`, renormalised.
+        `logits` is a scratch row: it may be overwritten."""
+        if self.greedy or (mask is not None and mask.count == 1):
+            return self.select(logits, mask)
+        ids: np.ndarray | None = None
+        values = logits
+        if mask is not None:
+            if mask.count <= SPARSE_SAMPLING_LIMIT:
+                ids = mask.allowed_ids()
+                values = logits[ids]
+            else:
+                mask.apply(logits)
+        kept, probs = self._distribution(values)
+        at = np.flatnonzero((kept if ids is None else ids[kept]) == draft)
+        total = probs.sum()
+        if at.size and self.rng.random() * total < probs[at[0]]:
+            return draft
+        if at.size:
+            probs[at[0]] = 0.0
+        index = int(kept[self._draw(np.cumsum(probs))])
+        return index if ids is None else int(ids[index])
+
+    def _distribution(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The indices into `values` that `_sample` may draw (all, or the top_p nucleus) and
+        their unnormalised probabilities."""
+        scaled = values.astype(np.float64) / self.temperature
+        scaled -= scaled.max()
+        probs = np.exp(scaled)
+        if self.top_p < 1.0:
+            kept = self._nucleus(probs)
+            return kept, probs[kept]
+        return np.arange(values.size), probs
 
     def _sample(self, values: np.ndarray) -> int:
         """An index into `values` drawn from softmax(values / temperature), cut to top_p."""

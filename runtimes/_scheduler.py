@@ -20,7 +20,7 @@ import numpy as np
 
 from ._batch import BatchModel, Feed
 from ._errors import RuntimeFailure
-from ._sequence import Sequence
+from ._sequence import Sequence, Step
 
 # A newcomer whose prompt shares at least this many more tokens with one still being read waits
 # for that read to pass them, and then starts from its cells instead of reading them again.
@@ -33,7 +33,8 @@ class _Slot:
     cached: list[int] = field(default_factory=list)  # the tokens the model's cache holds for it
     sequence: Sequence | None = None
     pending: list[int] = field(default_factory=list)  # prompt tokens still to read
-    next_token: int | None = None  # chosen, to be read in the next step
+    next_tokens: list[int] = field(default_factory=list)  # chosen, to be read in the next step
+    drafted: int = 0  # how many of them are guesses, the logits after each wanted
     since: int = 0  # the step its sequence was admitted at, for reading prompts in order
     used: int = 0  # the step it last served, for evicting the idle cache used longest ago
 
@@ -158,7 +159,8 @@ class Scheduler:
                 del slot.cached[kept:]
         slot.sequence = sequence
         slot.pending = prompt[kept:]
-        slot.next_token = None
+        slot.next_tokens = []
+        slot.drafted = 0
         slot.since = self._steps
         return True
 
@@ -211,37 +213,58 @@ class Scheduler:
                     slot.sequence.fail(error)
                 self._retire(slot, forget=True)
             return
-        for feed, row in zip(feeds, rows, strict=True):
+        for feed, got in zip(feeds, rows, strict=True):
             slot = self._slots[feed.slot]
             slot.cached.extend(feed.tokens)
-            if slot.next_token is not None:
-                slot.next_token = None
+            if slot.next_tokens:
+                slot.next_tokens = []
             else:
                 del slot.pending[: len(feed.tokens)]
             if not feed.logits or slot.sequence is None:
                 continue
             try:
-                slot.next_token = slot.sequence.advance(row)
+                step = slot.sequence.advance(got)
+                if step is not None:
+                    self._take(slot, step)
             except Exception as exc:
                 slot.sequence.fail(exc)
-                slot.next_token = None
-            if slot.next_token is None:
                 self._retire(slot)
+                continue
+            if step is None:
+                self._retire(slot)
+
+    def _take(self, slot: _Slot, step: Step) -> None:
+        """What a sequence chose becomes its slot's next read; guesses the model turned down
+        leave the cache first."""
+        if step.rejected:
+            keep = len(slot.cached) - step.rejected
+            with self._model.model_lock:
+                kept = self._model.begin_slot(slot.index, keep)
+            if kept != keep:
+                del slot.cached[kept:]
+                raise RuntimeFailure(
+                    f"{self._model.name}: the cache kept {kept} of the {keep} tokens asked "
+                    "when dropping rejected guesses; this model cannot check guesses"
+                )
+            del slot.cached[keep:]
+        slot.next_tokens = step.tokens
+        slot.drafted = step.drafted
 
     def _feeds(self, active: list[_Slot]) -> list[Feed]:
         """This step's reads: every decoding sequence's token, then prompt chunks in admission
         order within the tokens a read takes (fewer while others decode)."""
         model = self._model
-        decoding = [s for s in active if s.next_token is not None]
-        feeds = [Feed(s.index, len(s.cached), [s.next_token], True) for s in decoding]
-        room = model.batch_tokens - len(decoding) if model.batch_tokens is not None else None
+        decoding = [s for s in active if s.next_tokens]
+        feeds = [Feed(s.index, len(s.cached), s.next_tokens, s.drafted + 1) for s in decoding]
+        taken = sum(len(s.next_tokens) for s in decoding)
+        room = model.batch_tokens - taken if model.batch_tokens is not None else None
         if decoding and model.prefill_chunk is not None:
             room = model.prefill_chunk if room is None else min(room, model.prefill_chunk)
         for slot in sorted(active, key=lambda s: s.since):
             if not slot.pending or (room is not None and room <= 0):
                 continue
             take = len(slot.pending) if room is None else min(room, len(slot.pending))
-            feeds.append(Feed(slot.index, len(slot.cached), slot.pending[:take], take == len(slot.pending)))
+            feeds.append(Feed(slot.index, len(slot.cached), slot.pending[:take], int(take == len(slot.pending))))
             if room is not None:
                 room -= take
         return feeds
@@ -249,7 +272,8 @@ class Scheduler:
     def _retire(self, slot: _Slot, forget: bool = False) -> None:
         slot.sequence = None
         slot.pending = []
-        slot.next_token = None
+        slot.next_tokens = []
+        slot.drafted = 0
         slot.used = self._steps
         if forget:  # what the cache holds for it is unknown after a failed step
             slot.cached = []

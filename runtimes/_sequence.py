@@ -1,9 +1,17 @@
 """One generation's token-by-token state, advanced one model step at a time.
 
 A `Sequence` does not call the model: the scheduler feeds it each step's logits and reads the
-token it chose, so many sequences can share one forward pass. It owns what is per request: the
+tokens it chose, so many sequences can share one forward pass. It owns what is per request: the
 matcher, the sampler, the budget and its steering, cancellation, the text decoder and the
 caller's future.
+
+A step may carry more than one token. Jump-forward: where the grammar allows exactly one next
+token, it is taken without asking the model (no choice exists), and so on while that holds;
+the model reads all of them in the next pass. Drafting: a drafter guesses tokens after those,
+each checked against a fork of the matcher so every guess is grammar-valid; the model reads
+them in the same pass, with logits after each, and `advance` then chooses at each position as
+it would have step by step, keeping the guesses up to the first one its choice differs from
+(greedy: identical output; sampling: the speculative acceptance rule, same distribution).
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ import codecs
 import concurrent.futures
 import logging
 import threading
+from dataclasses import dataclass
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +28,7 @@ import numpy as np
 
 from grammar import Matcher, ReasoningSpan, Vocabulary
 
+from ._drafting import Drafter
 from ._errors import RuntimeFailure
 from ._protocol import FinishReason, Generation, Usage
 from ._sampling import Sampler
@@ -31,8 +41,24 @@ MaskLogits = Callable[[Any, Matcher], "tuple[np.ndarray, TokenMask | None]"]
 HostLogits = Callable[[Any], np.ndarray]
 
 
+@dataclass(frozen=True)
+class Step:
+    """What a sequence wants read next: `tokens`, of which the last `drafted` are guesses (the
+    logits after each are wanted, and after the last certain one); `rejected`: how many of the
+    tokens read in the step just taken were guesses the model turned down (the cache must
+    drop them)."""
+
+    tokens: list[int]
+    drafted: int = 0
+    rejected: int = 0
+
+
 class Sequence:
-    """A request admitted for decoding: its prompt, budget and everything chosen so far."""
+    """A request admitted for decoding: its prompt, budget and everything chosen so far.
+
+    `jump_forward`: take grammar-forced tokens without a model pass. `drafter`: guess tokens
+    for the model to verify. `step_tokens`: the most tokens one step may carry (None: no limit).
+    """
 
     def __init__(
         self,
@@ -47,6 +73,11 @@ class Sequence:
         host: HostLogits,
         masked: MaskLogits,
         reasoning: ReasoningSpan | None = None,
+        *,
+        jump_forward: bool = False,
+        drafter: Drafter | None = None,
+        draft_limit: int = 8,
+        step_tokens: int | None = None,
     ):
         self.name = name
         self.vocabulary = vocabulary
@@ -58,10 +89,18 @@ class Sequence:
         self.cancel = cancel
         self._host = host
         self._masked = masked
+        self.jump_forward = jump_forward and matcher is not None
+        self.drafter = drafter
+        self.draft_limit = draft_limit
+        self.step_tokens = step_tokens
         self.future: concurrent.futures.Future[Generation] = concurrent.futures.Future()
         self.steered_from: int | None = None  # where tokens began to be chosen for the budget
         self.token_ids: list[int] = []
         self.generated = 0  # tokens chosen, an end-of-sequence token included
+        self.forward_passes = 0  # steps whose logits chose tokens
+        self.drafted = 0  # guesses read by the model
+        self.accepted = 0  # guesses the model's choice confirmed
+        self._drafts: list[int] = []  # the guesses in the step being read
         self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pieces: list[str] = []
         # A reasoning span's token budget, kept where a grammar opens with one that has a budget.
@@ -72,29 +111,116 @@ class Sequence:
     def done(self) -> bool:
         return self.future.done()
 
-    def advance(self, logits: Any) -> int | None:
-        """Choose from this step's logits; the token to read next, or None once finished."""
+    def advance(self, rows: list[Any]) -> Step | None:
+        """Choose from this step's logits rows (one after the last certain token read, then one
+        after each guess); what to read next, or None once finished."""
         if self.cancel.is_set():
             self.finish("cancelled")
             return None
-        token = self._choose(logits, self.budget - self.generated)
+        self.forward_passes += 1
+        drafts, self._drafts = self._drafts, []
+        if len(rows) != len(drafts) + 1:
+            raise RuntimeFailure(f"{self.name}: a step brought {len(rows)} logits rows for {len(drafts)} guesses")
+        self.drafted += len(drafts)
+        for i, row in enumerate(rows):
+            draft = drafts[i] if i < len(drafts) else None
+            token = self._next(row, draft)
+            if token is None:
+                return None
+            if token != draft:
+                rejected = len(drafts) - i
+                break
+            self.accepted += 1
+        tokens = [token]
+        if not self._forced(tokens):
+            return None
+        self._drafts = self._guess(tokens)
+        return Step(tokens + self._drafts, len(self._drafts), rejected)
+
+    def _next(self, logits: Any, draft: int | None) -> int | None:
+        """One token chosen from `logits` (checked against `draft` where there is one) and
+        taken; None once the sequence has finished."""
+        token = self._choose(logits, self.budget - self.generated, draft)
+        return token if self._took(token) else None
+
+    def _took(self, token: int) -> bool:
+        """Count and write out a chosen token; False once that finished the sequence."""
         self.generated += 1
         if token in self.vocabulary.eos_ids:
             self.finish("grammar_complete" if self.matcher is not None else "stop")
-            return None
+            return False
         self._emit(token)
         if self.matcher is not None and self.matcher.is_terminated():
             self.finish("grammar_complete")
-            return None
+            return False
         if self.generated == self.budget:
             complete = self.matcher is not None and self.matcher.is_complete()
             self.finish("grammar_complete" if complete else "length")
-            return None
-        return token
+            return False
+        return True
 
-    def _choose(self, logits: Any, remaining: int) -> int:
+    def _room(self, tokens: list[int]) -> int:
+        """How many more tokens this step may carry after `tokens`."""
+        room = self.budget - self.generated
+        if self.step_tokens is not None:
+            room = min(room, self.step_tokens - len(tokens))
+        return room
+
+    def _forced(self, tokens: list[int]) -> bool:
+        """Jump-forward: append to `tokens` each next token the grammar forces (the only one
+        its mask allows), taken as a step would take it; False once that finished the sequence."""
+        matcher = self.matcher
+        if not self.jump_forward or matcher is None:
+            return True
+        while self._room(tokens) > 0:
+            if self._span is not None and self._span.spent:
+                return True  # the span's close is written by `_choose`: leave it to a model step
+            mask = matcher.next_token_mask()
+            if mask.count != 1:
+                return True
+            token = int(mask.allowed_ids()[0])
+            self._settle(token, None, self.budget - self.generated)
+            if not self._took(token):
+                return False
+            tokens.append(token)
+        return True
+
+    def _guess(self, tokens: list[int]) -> list[int]:
+        """The drafter's guesses to follow `tokens` (already taken), each allowed by a fork of
+        the matcher, forced tokens between them filled in; never an end-of-sequence token."""
+        if self.drafter is None:
+            return []
+        limit = min(self.draft_limit, self._room(tokens))
+        if limit <= 0:
+            return []
+        fork = self.matcher.fork() if self.matcher is not None else None
+        context = self.prompt + self.token_ids
+        guesses: list[int] = []
+        proposal: list[int] = []
+        while len(guesses) < limit:
+            forced = None
+            if fork is not None and self.jump_forward:
+                mask = fork.next_token_mask()
+                if mask.count == 1:
+                    forced = int(mask.allowed_ids()[0])
+            if forced is not None:
+                token = forced
+                proposal = proposal[1:] if proposal and proposal[0] == forced else []
+            else:
+                if not proposal:
+                    proposal = self.drafter.propose(context + guesses, limit - len(guesses))
+                    if not proposal:
+                        break
+                token, proposal = proposal[0], proposal[1:]
+            if token in self.vocabulary.eos_ids or (fork is not None and not fork.accept_token(token)):
+                break
+            guesses.append(token)
+        return guesses
+
+    def _choose(self, logits: Any, remaining: int, draft: int | None = None) -> int:
         """The next token; under a grammar, one after which the document can still be closed
-        within the `remaining - 1` tokens left.
+        within the `remaining - 1` tokens left. With a `draft`, the sampler's check of that
+        guess (greedy: the same choice; sampling: the acceptance rule) stands for its choice.
 
         The model's choice stands wherever a completion that fits is certain; elsewhere the
         choice is the model's favourite among the tokens that keep one certain. A generation
@@ -102,7 +228,8 @@ class Sequence:
         """
         matcher = self.matcher
         if matcher is None:
-            return self.sampler.select(self._host(logits))
+            row = self._host(logits)
+            return self.sampler.select(row) if draft is None else self.sampler.verify(row, None, draft)
         if self._span is not None and self._span.spent:
             token = matcher.token_spelling(self._span.close_left())
             if token is not None:  # else no token spells it here: the grammar decides, as ever
@@ -110,7 +237,13 @@ class Sequence:
                     raise RuntimeFailure(f"the matcher refused token {token}, which spells the reasoning span's close")
                 return token
         row, mask = self._masked(logits, matcher)
-        token = self.sampler.select(row, mask)
+        token = self.sampler.select(row, mask) if draft is None else self.sampler.verify(row, mask, draft)
+        return self._settle(token, row, remaining)
+
+    def _settle(self, token: int, row: np.ndarray | None, remaining: int) -> int:
+        """Take `token` into the matcher, or, where the document could then not be closed within
+        the budget, the best token (by `row`; the only one where `row` is None) that keeps it so."""
+        matcher = self.matcher
         if not matcher.accept_token(token):
             raise RuntimeFailure(f"the matcher refused token {token}, which its own mask allowed")
         if matcher.is_complete() or matcher.can_complete_within(remaining - 1):
@@ -124,7 +257,7 @@ class Sequence:
                 self.name, remaining, self.steered_from,
             )
         ids = matcher.completion_token_ids(within=remaining)
-        token = int(ids[int(np.argmax(row[ids]))])
+        token = int(ids[0]) if row is None else int(ids[int(np.argmax(row[ids]))])
         if not matcher.accept_token(token):
             raise RuntimeFailure(f"the matcher refused its own completion token {token}")
         return token
@@ -146,7 +279,8 @@ class Sequence:
             self._pieces.append(tail)
             if self.sink is not None:
                 self.sink(tail)
-        usage = Usage(len(self.prompt), self.generated)
+        usage = Usage(len(self.prompt), self.generated, forward_passes=self.forward_passes,
+                      drafted_tokens=self.drafted, accepted_tokens=self.accepted)
         generation = Generation("".join(self._pieces), reason, usage, self.token_ids, self.steered_from)
         if not self.future.done():
             self.future.set_result(generation)

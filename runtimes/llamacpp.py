@@ -65,6 +65,11 @@ class LlamaCpp(LocalRuntime):
     `chat_template` overrides the template stored in the GGUF file (`tokenizer.chat_template`).
     `seed` seeds the sampling of calls that pass no seed of their own.
 
+    `jump_forward` (on by default): where the grammar allows exactly one next token, it is
+    taken without a model step and read with the next one; greedy output is unchanged.
+    `draft="prompt"`: speculative decoding by prompt lookup; up to `draft_tokens` guesses a
+    step, each allowed by the grammar, checked by the model in one pass (see `LocalRuntime.draft`).
+
     Before the model is loaded here, a child process reads a long prompt with it once per
     llama.cpp build, model and CPU (`runtimes._llamacpp_check`): a build that uses instructions
     this machine cannot execute raises `RuntimeUnavailable` naming the fix, instead of killing
@@ -84,6 +89,9 @@ class LlamaCpp(LocalRuntime):
         prefill_chunk: int = 128,
         seed: int = 0,
         chat_template: str | None = None,
+        jump_forward: bool = True,
+        draft: object = None,
+        draft_tokens: int = 8,
     ):
         super().__init__(seed)
         llama_cpp = import_llama_cpp()
@@ -91,7 +99,8 @@ class LlamaCpp(LocalRuntime):
         if not self.model_path.is_file():
             raise RuntimeUnavailable(f"LlamaCpp: no model file at {self.model_path}")
         for option, value in (("n_ctx", n_ctx), ("max_batch", max_batch), ("batch_tokens", batch_tokens),
-                              ("prefill_chunk", prefill_chunk), ("n_threads", n_threads)):
+                              ("prefill_chunk", prefill_chunk), ("n_threads", n_threads),
+                              ("draft_tokens", draft_tokens)):
             if value < 1:
                 raise ValueError(f"LlamaCpp: {option} must be at least 1, got {value}")
         if shared_cache:
@@ -115,6 +124,9 @@ class LlamaCpp(LocalRuntime):
         self.context_length = n_ctx
         self.max_batch = max_batch
         self.cache_cells = self._context.cells if shared_cache else None  # else each call has n_ctx of its own
+        self.keeps_partial_cache = self._context.keeps_partial
+        self.jump_forward = jump_forward
+        self.draft_tokens = draft_tokens
         self.batch_tokens = batch_tokens
         self.prefill_chunk = prefill_chunk
         self._n_vocab = self._context.n_vocab
@@ -132,6 +144,7 @@ class LlamaCpp(LocalRuntime):
         )
         self.tool_call_envelope = tool_call_envelope(template)
         self._control_texts = self._parsed_only_as_special()
+        self.draft = draft
         logger.info(
             "llama.cpp loaded %s in %.2f s: %d-id vocabulary, %d-position context per call, up to %d calls "
             "at once in %d KV cells, %d threads; compiled for %s",
@@ -226,7 +239,7 @@ class LlamaCpp(LocalRuntime):
     def begin_slot_from(self, source: int, slot: int, length: int) -> bool:
         return self._context.share(source, slot, length)
 
-    def read_batch(self, feeds: list[Feed]) -> list[np.ndarray | None]:
+    def read_batch(self, feeds: list[Feed]) -> list[list[np.ndarray]]:
         return self._context.decode([(f.slot, f.start, f.tokens, f.logits) for f in feeds])
 
     def _release(self) -> None:

@@ -91,12 +91,14 @@ class GreedyTokenizer:
 class RandomRuntime(LocalRuntime):
     """A local runtime whose logits are seeded random numbers.
 
-    The same (seed, prompt) gives the same logits sequence, so greedy answers are reproducible,
-    batched or not. `step_delay` seconds are slept per model step (one forward pass, however
+    A row's logits are a function of the seed and every token before it (prompt and answer),
+    so greedy answers are reproducible, batched or not, and the same with tokens read one a
+    step or several (jump-forward, a drafter's guesses). `step_delay` seconds are slept per model step (one forward pass, however
     many sequences it serves), to stand in for a slow model in tests of concurrency and
     cancellation; `forward_calls` counts model steps. `max_batch`, `batch_tokens`,
     `prefill_chunk` and `cache_cells` are the batching options of `LocalRuntime`; each slot
-    keeps and shares prompt prefixes as llama.cpp's cache does.
+    keeps and shares prompt prefixes as llama.cpp's cache does. `jump_forward` and `draft` are
+    those of `LocalRuntime`.
     """
 
     name = "random"
@@ -113,8 +115,14 @@ class RandomRuntime(LocalRuntime):
         batch_tokens: int | None = None,
         prefill_chunk: int | None = None,
         cache_cells: int | None = None,
+        jump_forward: bool = True,
+        draft: object = None,
+        draft_tokens: int = 8,
     ):
         super().__init__(seed)
+        self.keeps_partial_cache = True
+        self.jump_forward = jump_forward
+        self.draft_tokens = draft_tokens
         self.vocabulary = vocab if vocab is not None else synthetic_vocabulary()
         self.seed = seed
         self.step_delay = step_delay
@@ -128,40 +136,41 @@ class RandomRuntime(LocalRuntime):
         self.batch_sizes: list[int] = []  # sequences served by each model step
         self._tokenizer = GreedyTokenizer(self.vocabulary)
         self._cached: list[list[int]] = [[] for _ in range(max_batch)]
-        self._rngs: list[np.random.Generator | None] = [None] * max_batch
+        self._hashes: list[list[int]] = [[] for _ in range(max_batch)]  # per position, of the prefix
+        self.draft = draft
 
     def _prompt_ids(self, messages: Messages, tools: list[dict[str, Any]] | None) -> list[int]:
         return self._tokenizer.encode(render_plain(messages, tools))
 
     def begin_slot(self, slot: int, keep: int) -> int:
         del self._cached[slot][keep:]
-        self._rngs[slot] = None
-        return keep
+        del self._hashes[slot][keep:]
+        return len(self._cached[slot])
 
     def begin_slot_from(self, source: int, slot: int, length: int) -> bool:
         self._cached[slot] = self._cached[source][:length]
-        self._rngs[slot] = None
+        self._hashes[slot] = self._hashes[source][:length]
         return True
 
-    def read_batch(self, feeds: list[Feed]) -> list[np.ndarray | None]:
+    def read_batch(self, feeds: list[Feed]) -> list[list[np.ndarray]]:
         self.forward_calls += 1
         self.batch_sizes.append(len(feeds))
         if self.step_delay:
             time.sleep(self.step_delay)
-        rows: list[np.ndarray | None] = []
+        rows: list[list[np.ndarray]] = []
         for feed in feeds:
-            cached = self._cached[feed.slot]
+            cached, hashes = self._cached[feed.slot], self._hashes[feed.slot]
             if len(cached) != feed.start:
                 raise RuntimeFailure(f"slot {feed.slot} holds {len(cached)} tokens, not {feed.start}")
+            for token in feed.tokens:
+                hashes.append(zlib.crc32(token.to_bytes(8, "little", signed=True), hashes[-1] if hashes else 0))
             cached.extend(feed.tokens)
-            rows.append(self._logits(feed.slot) if feed.logits else None)
+            rows.append([self._logits(cached, hashes[i]) for i in range(len(cached) - feed.logits, len(cached))])
         return rows
 
-    def _logits(self, slot: int) -> np.ndarray:
-        rng = self._rngs[slot]
-        if rng is None:  # a sequence's first logits: seeded by its whole prompt
-            digest = zlib.crc32(np.asarray(self._cached[slot], dtype=np.int64).tobytes())
-            rng = self._rngs[slot] = np.random.default_rng([self.seed, digest])
+    def _logits(self, tokens: list[int], prefix_hash: int) -> np.ndarray:
+        """The logits after a prefix (its tokens, and the hash that names it)."""
+        rng = np.random.default_rng([self.seed, prefix_hash])
         row = rng.standard_normal(self.vocabulary.size, dtype=np.float32)
         row *= self.scale
         return row

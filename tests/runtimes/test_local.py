@@ -168,7 +168,7 @@ async def test_cancelling_stops_the_worker_and_frees_the_model():
     stopped_at = runtime.forward_calls
     after = await runtime.generate("next", grammar=RECORD, max_tokens=40)
     assert after.finish_reason == "grammar_complete"
-    assert runtime.forward_calls - stopped_at == after.usage.completion_tokens  # nothing else ran
+    assert runtime.forward_calls - stopped_at == after.usage.forward_passes  # nothing else ran
     assert stopped_at < 1000
 
 
