@@ -47,9 +47,21 @@ from ._errors import (
     ValidationFailed,
     Violation,
 )
-from ._events import Event, FinalResult, RetryRecord, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
+from ._events import (
+    Event,
+    FinalResult,
+    PartialOutput,
+    RetryRecord,
+    RunResult,
+    RunUsage,
+    TextDelta,
+    ToolCallEvent,
+    ToolCallRecord,
+    ToolResultEvent,
+)
 from ._extract import aextract, extract
 from ._history import messages_from_json, messages_to_json
+from ._stream import stream_extract, stream_extract_sync
 from ._messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolCallPart, ToolMessage, UserMessage
 from ._repeats import RepeatCalls
 from ._settings import ModelSettings
@@ -79,6 +91,7 @@ __all__ = [
     "ModelRetry",
     "ModelSettings",
     "OutputValidationError",
+    "PartialOutput",
     "PendingCall",
     "RepeatCalls",
     "RepeatedCall",
@@ -116,5 +129,7 @@ __all__ = [
     "extract",
     "messages_from_json",
     "messages_to_json",
+    "stream_extract",
+    "stream_extract_sync",
     "tool",
 ]

@@ -41,7 +41,7 @@ from ._errors import (
     Violation,
     safe_str,
 )
-from ._events import Event, FinalResult, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
+from ._events import Event, FinalResult, PartialOutput, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
 from ._inputs import (
     as_argument_error,
     check_agent_settings,
@@ -62,12 +62,13 @@ from ._messages import (
     parse_turn,
     tool_message,
 )
+from ._partial import PartialOutputs
 from ._output import OutputSpec, OutputValidator, apply_validator
 from ._repeats import ANSWER_NOW, REPEAT_CALLS, CallLedger, RepeatCalls, ValidCall
 from ._settings import ModelSettings, RunSettings, check_model_settings, check_tool_choice, run_tools
 from ._runtime import budget_reached, model_written_calls, resolve_runtime
 from ._state import RunState
-from ._sync import run_to_end
+from ._sync import iterate_to_end, run_to_end
 from ._tool import Tool, tool
 from ._turns import TurnGrammars, TurnKind, preamble
 
@@ -404,7 +405,9 @@ class Agent(Generic[OutputT]):
         approvals: Mapping[str, Approval] | None = None,
     ) -> AsyncIterator[Event]:
         """The run as events: `TextDelta` pieces of each turn, `ToolCallEvent`,
-        `ToolResultEvent`, then one `FinalResult`. Arguments as for `run`."""
+        `ToolResultEvent`, then one `FinalResult`; with an `output_type`, `PartialOutput`s of
+        the answer as it is written (the last one `complete`, the validated output). Arguments
+        as for `run`."""
         state = self._start(prompt, deps, message_history, model_settings, extra_tools, allowed_tools, tool_choice,
                             approvals)
         try:
@@ -415,6 +418,25 @@ class Agent(Generic[OutputT]):
             exc.messages = list(state.messages)  # type: ignore[attr-defined]
             exc.usage = state.usage  # type: ignore[attr-defined]
             raise
+
+    def run_stream_sync(
+        self,
+        prompt: str | list[Message] | None = None,
+        *,
+        deps: Any = None,
+        message_history: Sequence[Message] | None = None,
+        model_settings: ModelSettings | None = None,
+        extra_tools: Sequence[Tool | Callable[..., Any]] = (),
+        allowed_tools: Collection[str] | None = None,
+        tool_choice: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+    ) -> Iterator[Event]:
+        """`run_stream` for code without an event loop: a plain iterator of the same events
+        (leaving it early stops the run)."""
+        return iterate_to_end(lambda: self.run_stream(
+            prompt, deps=deps, message_history=message_history, model_settings=model_settings,
+            extra_tools=extra_tools, allowed_tools=allowed_tools, tool_choice=tool_choice, approvals=approvals,
+        ), "run_stream")
 
     def _start(
         self,
@@ -476,6 +498,7 @@ class Agent(Generic[OutputT]):
             if stream:
                 with self._model_errors(state, runtime.name):
                     pieces = runtime.stream(for_model(state.messages), **options)
+                partials = PartialOutputs(state.step, self.reasoning, state.settings.tools) if self.output else None
                 try:
                     while True:
                         try:
@@ -483,6 +506,8 @@ class Agent(Generic[OutputT]):
                         except StopAsyncIteration:
                             break
                         yield TextDelta(state.step, piece)
+                        if partials is not None and (partial := partials.add(piece)) is not None:
+                            yield partial
                 finally:
                     await pieces.aclose()
                 generation = pieces.generation
@@ -498,6 +523,8 @@ class Agent(Generic[OutputT]):
             if turn.kind in ("text", "output"):
                 output = await self._accept_output(state, turn)
                 if output is not _RETRY:
+                    if stream and self.output is not None:
+                        yield PartialOutput(state.step, output, complete=True)
                     yield FinalResult(self._result(state, output))
                     return
                 continue

@@ -128,10 +128,23 @@ class ToolResultEvent:
 
 
 @dataclass(frozen=True)
+class PartialOutput:
+    """The typed final output as it is written (agents with an `output_type`): `value` holds
+    what is certain so far (objects and lists open so far, only complete strings, numbers and
+    literals), each a prefix-consistent view of the answer, never half a value. The turn's last
+    one has `complete` True and `value` the validated output, just before `FinalResult`. A turn
+    whose answer is refused (and asked again) shows partials that no `complete` one follows."""
+
+    step: int
+    value: Any
+    complete: bool = False
+
+
+@dataclass(frozen=True)
 class FinalResult(Generic[OutputT]):
     """The run is over; `result` is what `Agent.run` returns."""
 
     result: RunResult[OutputT]
 
 
-Event = TextDelta | ToolCallEvent | ToolResultEvent | FinalResult
+Event = TextDelta | ToolCallEvent | ToolResultEvent | PartialOutput | FinalResult

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import logging
+from collections.abc import Iterator
 from typing import Any, TypeVar, overload
 
 from grammar import GrammarError
@@ -115,10 +117,7 @@ async def aextract(
         raise InvalidArgument("output_validator", f"must be a function, not {type(output_validator).__name__}")
     spec = output_spec(output_type)
     rt = resolve_runtime(runtime)
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": f"{instructions or DEFAULT_INSTRUCTIONS}\n\n{spec.instructions()}"},
-        {"role": "user", "content": text},
-    ]
+    messages = extraction_messages(spec, text, instructions)
     usage = Usage()
     retries: list[RetryRecord] = []
     attempt = 0
@@ -155,10 +154,22 @@ async def aextract(
 async def _generate(rt: Runtime, messages: list[dict[str, Any]], spec: OutputSpec[Any], *, max_tokens: int,
                     temperature: float, seed: int | None, usage: Usage) -> Generation:
     """One generation of an extraction, whole (not cut by its budget), or a typed error."""
-    try:
+    with runtime_errors(rt, messages, max_tokens):
         generation = await rt.generate(
             messages, grammar=spec.grammar, max_tokens=max_tokens, temperature=temperature, seed=seed
         )
+    check_ending(generation, messages, max_tokens, usage)
+    return generation
+
+
+@contextlib.contextmanager
+def runtime_errors(rt: Runtime, messages: list[dict[str, Any]], max_tokens: int) -> Iterator[None]:
+    """What a runtime raises during an extraction, as this package's typed errors (the
+    messages kept)."""
+    try:
+        yield
+    except StopAsyncIteration:  # a stream's end
+        raise
     except TokenBudgetExceeded as exc:
         raise IncompleteOutput(
             f"max_tokens={max_tokens} ran out before the output was complete", text=exc.text, messages=messages
@@ -173,6 +184,10 @@ async def _generate(rt: Runtime, messages: list[dict[str, Any]], spec: OutputSpe
         raise ModelRequestFailed(
             f"runtime {rt.name!r} raised {type(exc).__name__}: {safe_str(exc)}", messages=messages
         ) from exc
+
+
+def check_ending(generation: Generation, messages: list[dict[str, Any]], max_tokens: int, usage: Usage) -> None:
+    """A generation that was cancelled, or cut by its budget, as its error."""
     if generation.finish_reason == "cancelled":
         raise asyncio.CancelledError("the runtime cancelled the generation")
     if budget_reached(generation):
@@ -182,7 +197,14 @@ async def _generate(rt: Runtime, messages: list[dict[str, Any]], spec: OutputSpe
             messages=messages,
             usage=usage + generation.usage,
         )
-    return generation
+
+
+def extraction_messages(spec: OutputSpec[Any], text: str, instructions: str | None) -> list[dict[str, Any]]:
+    """The conversation an extraction starts from: the instructions with `T`'s schema, then the text."""
+    return [
+        {"role": "system", "content": f"{instructions or DEFAULT_INSTRUCTIONS}\n\n{spec.instructions()}"},
+        {"role": "user", "content": text},
+    ]
 
 
 @overload

@@ -1,4 +1,5 @@
-"""Running a coroutine from code without an event loop, without waiting for abandoned threads.
+"""Running a coroutine (or iterating an async iterator) from code without an event loop, without
+waiting for abandoned threads.
 
 `asyncio.run` ends by joining its default executor's threads, so a sync tool that hangs past its
 timeout would hold up the caller until it ends by itself. Here each worker job gets its own
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -54,3 +55,37 @@ def run_to_end(work: Coroutine[Any, Any, T]) -> T:
     done (as `asyncio.run`, less the wait for worker threads)."""
     with asyncio.Runner(loop_factory=_new_loop) as runner:
         return runner.run(work)
+
+
+def iterate_to_end(start: Callable[[], AsyncIterator[T]], name: str) -> Iterator[T]:
+    """The items of the async iterator `start()` makes, for code without an event loop: each
+    item is awaited on a private loop kept for the iteration, so the stream's work goes on
+    from one item to the next; leaving early closes the stream. `name` is for the error raised
+    inside a running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError(f"{name}_sync was called inside a running event loop; use `async for ... in {name}(...)`")
+    return _iterate(start)
+
+
+def _iterate(start: Callable[[], AsyncIterator[T]]) -> Iterator[T]:
+    with asyncio.Runner(loop_factory=_new_loop) as runner:
+        items = start()
+
+        async def step() -> T:
+            return await items.__anext__()
+
+        try:
+            while True:
+                try:
+                    item = runner.run(step())
+                except StopAsyncIteration:
+                    return
+                yield item
+        finally:
+            close = getattr(items, "aclose", None)
+            if close is not None:
+                runner.run(close())
