@@ -165,11 +165,11 @@ class RandomRuntime(LocalRuntime):
             for token in feed.tokens:
                 hashes.append(zlib.crc32(token.to_bytes(8, "little", signed=True), hashes[-1] if hashes else 0))
             cached.extend(feed.tokens)
-            rows.append([self._logits(cached, hashes[i]) for i in range(len(cached) - feed.logits, len(cached))])
+            rows.append([self._logits(cached[: i + 1], hashes[i]) for i in range(len(cached) - feed.logits, len(cached))])
         return rows
 
     def _logits(self, tokens: list[int], prefix_hash: int) -> np.ndarray:
-        """The logits after a prefix (its tokens, and the hash that names it)."""
+        """The logits after the prefix `tokens` (`prefix_hash` names it)."""
         rng = np.random.default_rng([self.seed, prefix_hash])
         row = rng.standard_normal(self.vocabulary.size, dtype=np.float32)
         row *= self.scale
