@@ -44,6 +44,34 @@ async def lookup(query: str) -> list[str]:
     return [query]
 
 
+def agent_features(rt: Runtime) -> None:
+    """Per-run settings, asking again, approval, history, partial outputs and sync streams."""
+
+    def adult(person: Person) -> Person:
+        if person.age < 18:
+            raise agentkit.ModelRetry("an adult, please")
+        return person
+
+    def costly(call: agentkit.PendingCall) -> bool:
+        return call.tool == "get_weather"
+
+    agent = Agent([get_weather], rt, output_type=Person, output_validator=adult, requires_approval=costly, top_p=0.9)
+    settings: agentkit.ModelSettings = {"temperature": 0.2, "seed": 1}
+    paused = agent.run_sync("Who?", model_settings=settings, tool_choice="get_weather", extra_tools=[lookup])
+    pending: list[agentkit.PendingCall] = paused.pending
+    retries: list[agentkit.RetryRecord] = paused.retries
+    stored: str = agentkit.messages_to_json(paused.messages)
+    history: list[agentkit.Message] = agentkit.messages_from_json(stored)
+    done = agent.run_sync(message_history=history, approvals={p.id: True for p in pending})
+    assert_type(done, RunResult[Person])
+    for event in agent.run_stream_sync("Who?", allowed_tools=["get_weather"]):
+        if isinstance(event, agentkit.PartialOutput):
+            print(event.value, event.complete)
+    for value in agentkit.stream_extract_sync(Person, "Ann is 31.", runtime=rt, max_tokens=64):
+        print(value)
+    print(retries, agentkit.extract(Person, "Ann", runtime=rt, max_retries=0, output_validator=adult))
+
+
 def tools_and_agents(rt: Runtime) -> None:
     assert_type(get_weather, Tool)
     assert_type(lookup, Tool)
@@ -69,6 +97,7 @@ def tools_and_agents(rt: Runtime) -> None:
     maybe = Agent([], rt, output_type=int | None)
     assert_type(maybe, Agent[Any])
 
+    agent_features(rt)
     person = extract(Person, "Ann is 31.", runtime=rt)
     assert_type(person, Person)
     ages = extract(list[int], "1, 2 and 3", runtime=rt)
