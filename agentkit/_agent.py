@@ -69,6 +69,7 @@ from ._settings import ModelSettings, RunSettings, check_model_settings, check_t
 from ._runtime import budget_reached, model_written_calls, resolve_runtime
 from ._state import RunState
 from ._sync import iterate_to_end, run_to_end
+from ._tracing import RunTrace
 from ._tool import Tool, tool
 from ._turns import TurnGrammars, TurnKind, preamble
 
@@ -468,6 +469,12 @@ class Agent(Generic[OutputT]):
                 raise InvalidArgument("message_history", f"call {call.id} names {call.name!r}, none of the run's tools")
         messages = initial_messages(conversation(prompt, history), self._system_prompt(tools))
         state = RunState(messages, deps, deadline, CallLedger(self.repeat_calls), settings)
+        state.trace = RunTrace(self.runtime.name if self._runtime is not None else "default", {
+            "agentkit.tools": list(tools) or None,
+            "agentkit.tool_choice": choice,
+            "agentkit.output_type": self.output.label if self.output is not None else None,
+            "agentkit.resumed_calls": len(waiting) or None,
+        })
         state.resumed, state.approvals = waiting, decided
         state.earlier_turns = sum(m.get("role") == "assistant" for m in messages)
         return state
@@ -478,6 +485,19 @@ class Agent(Generic[OutputT]):
         return "python" if self.tool_prompt == "python" else runtime.tool_call_envelope
 
     async def _events(self, state: RunState, *, stream: bool) -> AsyncIterator[Event]:
+        """The run's events, inside its trace's run span (ended however the run ends)."""
+        error: BaseException | None = None
+        try:
+            async with contextlib.aclosing(self._turns(state, stream=stream)) as events:
+                async for event in events:
+                    yield event
+        except (Exception, asyncio.CancelledError) as exc:
+            error = exc
+            raise
+        finally:
+            state.trace.end(steps=state.step, usage=state.usage, error=error, pending=len(state.pending))
+
+    async def _turns(self, state: RunState, *, stream: bool) -> AsyncIterator[Event]:
         with self._model_errors(state, "the default runtime"):
             runtime = self.runtime
         # With the python tool prompt the system message lists the tools; the template does not.
@@ -495,25 +515,19 @@ class Agent(Generic[OutputT]):
             state.step += 1
             budget = self._turn_budget(state)
             options = dict(grammar=g, max_tokens=budget, tools=tools_json, **state.settings.generation_options())
-            if stream:
-                with self._model_errors(state, runtime.name):
-                    pieces = runtime.stream(for_model(state.messages), **options)
-                partials = PartialOutputs(state.step, self.reasoning, state.settings.tools) if self.output else None
-                try:
-                    while True:
-                        try:
-                            piece = await self._within(state, pieces.__anext__(), runtime)
-                        except StopAsyncIteration:
-                            break
-                        yield TextDelta(state.step, piece)
-                        if partials is not None and (partial := partials.add(piece)) is not None:
-                            yield partial
-                finally:
-                    await pieces.aclose()
-                generation = pieces.generation
-                assert generation is not None
-            else:
-                generation = await self._within(state, runtime.generate(for_model(state.messages), **options), runtime)
+            request = state.trace.model_request(runtime, state.step, options)
+            generation = None
+            try:
+                async for event in self._request(state, runtime, options, stream):
+                    if isinstance(event, Generation):
+                        generation = event
+                    else:
+                        yield event
+            except BaseException as exc:
+                state.trace.end_model_request(request, None, exc if not isinstance(exc, GeneratorExit) else None)
+                raise
+            state.trace.end_model_request(request, generation)
+            assert generation is not None
             try:
                 turn = self._read(state, generation, budget, g, kind)
             except UnreadableTurn as exc:
@@ -571,6 +585,30 @@ class Agent(Generic[OutputT]):
                 items.append(ToolCallRecord(call, checked.arguments, error=CallDenied(call.name, reason)))
         async for event in self._answer_calls(state, items):
             yield event
+
+    async def _request(self, state: RunState, runtime: Runtime, options: dict[str, Any],
+                       stream: bool) -> AsyncIterator[Event | Generation]:
+        """One model request: when streaming, its `TextDelta`s (and `PartialOutput`s of an
+        answer); then the `Generation`."""
+        if not stream:
+            yield await self._within(state, runtime.generate(for_model(state.messages), **options), runtime)
+            return
+        with self._model_errors(state, runtime.name):
+            pieces = runtime.stream(for_model(state.messages), **options)
+        partials = PartialOutputs(state.step, self.reasoning, state.settings.tools) if self.output else None
+        try:
+            while True:
+                try:
+                    piece = await self._within(state, pieces.__anext__(), runtime)
+                except StopAsyncIteration:
+                    break
+                yield TextDelta(state.step, piece)
+                if partials is not None and (partial := partials.add(piece)) is not None:
+                    yield partial
+        finally:
+            await pieces.aclose()
+        assert pieces.generation is not None
+        yield pieces.generation
 
     def _turn_budget(self, state: RunState) -> int:
         if self.token_budget is None:

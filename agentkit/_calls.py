@@ -35,23 +35,29 @@ async def run_calls(
             usage=state.usage,
         )
         state.usage = state.usage + RunUsage(tool_runs=1)
-        try:
-            result = await valid.tool.call(valid.arguments, context, timeout=tool_timeout)
-        except RunError:
-            raise  # a tool that ends the run (an MCP server lost mid-call) carries its messages
-        except ModelRetry as exc:  # the tool asks the model to try again
-            logger.info("tool %r asked for a retry: %s", call.name, safe_str(exc))
-            return ToolCallRecord(call, valid.arguments, error=exc)
-        except Exception as exc:  # a failing tool is reported to the model, not raised
-            logger.warning("tool %r failed (%s: %s); the error goes back to the model",
-                           call.name, type(exc).__name__, safe_str(exc))
-            return ToolCallRecord(call, valid.arguments, error=exc)
-        try:
-            render_result(result)  # a value the model cannot read is the call's failure
-        except UnreadableResult as exc:
-            logger.warning("tool %r: %s; the error goes back to the model", call.name, exc)
-            return ToolCallRecord(call, valid.arguments, error=exc)
-        return ToolCallRecord(call, valid.arguments, result=result)
+        with state.trace.tool_call(call.name, call.id) as span:
+            try:
+                result = await valid.tool.call(valid.arguments, context, timeout=tool_timeout)
+            except RunError as exc:
+                state.trace.tool_outcome(span, "aborted", exc)
+                raise  # a tool that ends the run (an MCP server lost mid-call) carries its messages
+            except ModelRetry as exc:  # the tool asks the model to try again
+                logger.info("tool %r asked for a retry: %s", call.name, safe_str(exc))
+                state.trace.tool_outcome(span, "retry")
+                return ToolCallRecord(call, valid.arguments, error=exc)
+            except Exception as exc:  # a failing tool is reported to the model, not raised
+                logger.warning("tool %r failed (%s: %s); the error goes back to the model",
+                               call.name, type(exc).__name__, safe_str(exc))
+                state.trace.tool_outcome(span, "error", exc)
+                return ToolCallRecord(call, valid.arguments, error=exc)
+            try:
+                render_result(result)  # a value the model cannot read is the call's failure
+            except UnreadableResult as exc:
+                logger.warning("tool %r: %s; the error goes back to the model", call.name, exc)
+                state.trace.tool_outcome(span, "error", exc)
+                return ToolCallRecord(call, valid.arguments, error=exc)
+            state.trace.tool_outcome(span, "ok")
+            return ToolCallRecord(call, valid.arguments, result=result)
 
     return await state.ledger.run_turn(calls, run)
 

@@ -39,7 +39,7 @@ class OutputSpec(Generic[T]):
 
     def __init__(self, output_type: type[T] | Any):
         self.output_type = output_type
-        label = getattr(output_type, "__name__", None) or repr(output_type)
+        self.label = label = getattr(output_type, "__name__", None) or repr(output_type)
         try:
             self._adapter: pydantic.TypeAdapter[T] = pydantic.TypeAdapter(prepare(output_type))
             self.schema = schema_for_type(prepare(output_type))

@@ -11,6 +11,7 @@ from ._events import RetryKind, RetryRecord, RunUsage, ToolCallRecord
 from ._messages import Message, ToolCall
 from ._repeats import CallLedger
 from ._settings import RunSettings
+from ._tracing import RunTrace
 
 
 @dataclass
@@ -32,6 +33,7 @@ class RunState:
     resumed: list[ToolCall] = field(default_factory=list)  # calls a resumed run was given decisions on
     approvals: dict[str, Any] = field(default_factory=dict)
     earlier_turns: int = 0  # assistant turns of the conversation the run continues
+    trace: RunTrace = field(default_factory=lambda: RunTrace.off())
 
     def context(self) -> dict[str, Any]:
         return {"messages": list(self.messages), "usage": self.usage}

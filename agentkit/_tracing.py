@@ -1,0 +1,145 @@
+"""OpenTelemetry spans of a run, where `opentelemetry-api` is installed (the `otel` extra):
+one for the run (`invoke_agent`), one per model request (`chat`), one per tool call
+(`execute_tool`), with the GenAI semantic conventions' attributes (`gen_ai.*`) and a few of
+agentkit's own (`agentkit.*`). Without the package nothing is imported and every call here
+does nothing; with it and no SDK configured, its no-op tracer does nothing either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from runtimes import Generation, Runtime
+
+from ._errors import safe_str
+
+_UNSET: Any = object()
+_trace: Any = _UNSET
+
+
+def _otel() -> Any:
+    """`opentelemetry.trace`, imported on first use; None where it is not installed."""
+    global _trace
+    if _trace is _UNSET:
+        try:
+            from opentelemetry import trace
+        except ImportError:  # not installed (or a broken install): no tracing rather than no agent
+            trace = None
+        _trace = trace
+    return _trace
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+class RunTrace:
+    """The spans of one run; each method does nothing where tracing is off."""
+
+    def __init__(self, runtime_name: str, attributes: dict[str, Any]):
+        trace = _otel()
+        self._trace = trace
+        self._span: Any = None
+        self._context: Any = None
+        if trace is None:
+            return
+        self._tracer = trace.get_tracer("agentkit", _version())
+        self._span = self._tracer.start_span("invoke_agent agentkit", attributes={
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "agentkit",
+            "gen_ai.provider.name": runtime_name.split(":")[0],
+            **{k: v for k, v in attributes.items() if v is not None},
+        })
+        self._context = trace.set_span_in_context(self._span)
+
+    @classmethod
+    def off(cls) -> "RunTrace":
+        """A trace that records nothing."""
+        trace = cls.__new__(cls)
+        trace._trace, trace._span, trace._context = None, None, None
+        return trace
+
+    @property
+    def on(self) -> bool:
+        return self._span is not None
+
+    def model_request(self, runtime: Runtime, step: int, options: dict[str, Any]) -> Any:
+        """Start a model request's span (`end_model_request` ends it); None where tracing is off."""
+        if self._span is None:
+            return None
+        model = getattr(runtime, "model", None) or runtime.name
+        attributes = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": runtime.name.split(":")[0],
+            "gen_ai.request.model": str(model),
+            "gen_ai.request.max_tokens": options.get("max_tokens"),
+            "gen_ai.request.temperature": options.get("temperature"),
+            "gen_ai.request.top_p": options.get("top_p"),
+            "gen_ai.request.seed": options.get("seed"),
+            "agentkit.step": step,
+            "agentkit.grammar_held": options.get("grammar") is not None,
+        }
+        return self._tracer.start_span(f"chat {model}", context=self._context,
+                                       attributes={k: v for k, v in attributes.items() if v is not None})
+
+    def end_model_request(self, span: Any, generation: Generation | None, error: BaseException | None = None) -> None:
+        if span is None:
+            return
+        if generation is not None:
+            span.set_attributes({
+                "gen_ai.response.finish_reasons": [generation.finish_reason],
+                "gen_ai.usage.input_tokens": generation.usage.prompt_tokens,
+                "gen_ai.usage.output_tokens": generation.usage.completion_tokens,
+                "agentkit.steered": generation.steered,
+            })
+        self._fail(span, error)
+        span.end()
+
+    @contextlib.contextmanager
+    def tool_call(self, name: str, call_id: str) -> Iterator[Any]:
+        """A tool call's span, current while the tool runs (so a tool's own spans nest under
+        it); yields the span (None where tracing is off) for `tool_outcome`."""
+        if self._span is None:
+            yield None
+            return
+        attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": call_id,
+                      "gen_ai.tool.type": "function"}
+        with self._tracer.start_as_current_span(f"execute_tool {name}", context=self._context, attributes=attributes,
+                                                record_exception=False, set_status_on_exception=False) as span:
+            yield span
+
+    def tool_outcome(self, span: Any, outcome: str, error: BaseException | None = None) -> None:
+        """`outcome`: "ok", "error", "retry" (the tool raised `ModelRetry`), "aborted" (it
+        ended the run)."""
+        if span is None:
+            return
+        span.set_attribute("agentkit.tool.outcome", outcome)
+        self._fail(span, error)
+
+    def end(self, *, steps: int, usage: Any, error: BaseException | None = None, pending: int = 0) -> None:
+        if self._span is None:
+            return
+        self._span.set_attributes({
+            "agentkit.steps": steps,
+            "gen_ai.usage.input_tokens": usage.prompt_tokens,
+            "gen_ai.usage.output_tokens": usage.completion_tokens,
+            "agentkit.tool_runs": getattr(usage, "tool_runs", 0),
+            "agentkit.pending_calls": pending,
+        })
+        self._fail(self._span, error)
+        self._span.end()
+        self._span = None
+
+    def _fail(self, span: Any, error: BaseException | None) -> None:
+        if error is None:
+            return
+        span.set_attribute("error.type", type(error).__qualname__)
+        try:
+            span.record_exception(error)
+        except Exception:  # an exception whose str() or traceback cannot be read: its type is recorded
+            pass
+        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, safe_str(error)[:200]))
