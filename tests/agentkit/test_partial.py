@@ -17,6 +17,7 @@ from agentkit import (
     FinalResult,
     IncompleteOutput,
     PartialOutput,
+    RunError,
     TextDelta,
     stream_extract,
     stream_extract_sync,
@@ -134,3 +135,24 @@ async def test_sync_twins_refuse_a_running_loop() -> None:
         next(stream_extract_sync(Person, "x", runtime=ScriptedRuntime([])))
     with pytest.raises(RuntimeError, match="run_stream"):
         next(Agent([], ScriptedRuntime([])).run_stream_sync("x"))
+
+
+def test_an_agents_partial_outputs_are_prefixes_of_its_output() -> None:
+    """Random models (seeded) that call tools or answer: every answer's partials are prefixes of it."""
+    finished = 0
+    for seed in range(12):
+        agent = Agent([get_weather], RandomRuntime(seed=seed), output_type=Person, max_tokens=200, max_steps=2,
+                      max_retries=0)
+        try:
+            events = list(agent.run_stream_sync("x"))
+        except RunError:  # a random model may end the run early: nothing to compare
+            continue
+        finished += 1
+        final = events[-1]
+        assert isinstance(final, FinalResult)
+        partials = [e for e in events if isinstance(e, PartialOutput) and e.step == final.result.steps]
+        *growing, last = partials
+        assert last.complete and last.value == final.result.output
+        whole = final.result.output.model_dump()
+        assert growing and all(not p.complete and consistent(p.value, whole) for p in growing)
+    assert finished >= 2
