@@ -52,6 +52,7 @@ from ._inputs import (
 )
 from ._messages import (
     Envelope,
+    ToolCall,
     Message,
     Turn,
     assistant_message,
@@ -459,14 +460,11 @@ class Agent(Generic[OutputT]):
         deadline = None
         if self.timeout is not None:
             deadline = asyncio.get_running_loop().time() + self.timeout
-        waiting = unanswered_calls(history) if isinstance(history, (list, tuple)) else []
+        waiting = self._waiting_calls(history, tools, approvals)
         if waiting and prompt is not None:
             raise InvalidArgument("prompt", "the history ends with calls awaiting approval: resume with approvals "
                                             "and no prompt")
         decided = check_approvals(approvals, waiting)
-        for call in waiting:
-            if call.name not in tools:
-                raise InvalidArgument("message_history", f"call {call.id} names {call.name!r}, none of the run's tools")
         messages = initial_messages(conversation(prompt, history), self._system_prompt(tools))
         state = RunState(messages, deps, deadline, CallLedger(self.repeat_calls), settings)
         state.trace = RunTrace(self.runtime.name if self._runtime is not None else "default", {
@@ -478,6 +476,22 @@ class Agent(Generic[OutputT]):
         state.resumed, state.approvals = waiting, decided
         state.earlier_turns = sum(m.get("role") == "assistant" for m in messages)
         return state
+
+    def _waiting_calls(self, history: Any, tools: dict[str, Tool], approvals: Any) -> list[ToolCall]:
+        """The calls of the history's last turn that no tool message answers, where they wait for
+        approval: `approvals` are given for them, or one of them needs approval here. (A run that
+        stopped on an error may leave calls unanswered too; such a history continues as it is.)"""
+        calls = unanswered_calls(history) if isinstance(history, (list, tuple)) else []
+        for call in calls:
+            if call.name not in tools:
+                if approvals is None:
+                    return []
+                raise InvalidArgument("message_history", f"call {call.id} names {call.name!r}, none of the run's tools")
+        if approvals is not None:
+            return calls
+        held = any(isinstance(v := validated(c, tools), ValidCall) and needs_approval(v, self.requires_approval)
+                   for c in calls)
+        return calls if held else []
 
     def _envelope(self, runtime: Runtime) -> Envelope:
         """How this agent's model writes calls: as the runtime's template teaches, or the
@@ -547,16 +561,19 @@ class Agent(Generic[OutputT]):
                 yield ToolCallEvent(state.step, call)
             checked = [validated(c, tools) for c in turn.calls]
             held = [c for c in checked if isinstance(c, ValidCall) and needs_approval(c, self.requires_approval)]
-            async for event in self._answer_calls(state, [c for c in checked if not any(c is h for h in held)]):
+            async for event in self._answer_calls(state, [c for c in checked if not any(c is h for h in held)],
+                                                  pausing=bool(held)):
                 yield event
             if held:  # the run stops here, before those calls run; `run(approvals=...)` resumes it
                 state.pending = [pending_call(c) for c in held]
                 yield FinalResult(self._result(state, None))
                 return
 
-    async def _answer_calls(self, state: RunState, items: list[ValidCall | ToolCallRecord]) -> AsyncIterator[Event]:
+    async def _answer_calls(self, state: RunState, items: list[ValidCall | ToolCallRecord], *,
+                            pausing: bool = False) -> AsyncIterator[Event]:
         """Run a turn's calls (records given stand), answer each in a tool message, and count
-        repeats and corrections."""
+        repeats and corrections. Where the run then stops for approval (`pausing`), no message
+        may follow the tool messages: the turn's waiting calls are those no tool message answers."""
         if not items:
             return
         records = await self._within(state, run_calls(state, items, self.tool_timeout))
@@ -565,7 +582,7 @@ class Agent(Generic[OutputT]):
             state.records.append(record)
             yield ToolResultEvent(state.step, record)
         state.usage = state.usage + RunUsage(repeated_calls=sum(r.repeat_of is not None for r in records))
-        if (self.answer_on_repeat and not state.must_answer and not self._needs_a_success(state)
+        if (self.answer_on_repeat and not pausing and not state.must_answer and not self._needs_a_success(state)
                 and state.ledger.goes_in_circles(records)):
             state.must_answer = True
             state.messages.append({"role": "user", "content": ANSWER_NOW})

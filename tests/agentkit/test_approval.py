@@ -168,3 +168,37 @@ async def test_call_ids_stay_unique_across_a_resumed_conversation() -> None:
     ids = [c["id"] for m in done.messages for c in m.get("tool_calls", [])]
     assert len(ids) == len(set(ids)) == 2
     assert RUNS == {"send_money:Ann:1": 1, "send_money:Ann:2": 1} and done.output == "Both sent."
+
+
+async def test_a_turn_that_goes_in_circles_and_waits_loses_no_call() -> None:
+    """A turn that repeats a success (which would end the run with an answer) and holds a call
+    that waits: the run stops, and the waiting call is still there to decide."""
+    again = turn(call("balance", {"account": "main"}), call("send_money", {"to": "Ann", "amount": 5}))
+
+    @tool
+    def steady_balance(account: str) -> int:
+        """An account's balance."""
+        RUNS[f"steady:{account}"] += 1
+        return 500
+
+    first = turn(call("steady_balance", {"account": "main"}))
+    second = again.replace('"balance"', '"steady_balance"')
+    rt = ScriptedRuntime([first, second, "Done."])
+    agent = Agent([send_money, steady_balance], rt)
+    paused = await agent.run("Check twice, then send")
+    assert [p.tool for p in paused.pending] == ["send_money"] and paused.messages[-1]["role"] == "tool"
+    done = await agent.run(message_history=paused.messages, approvals={paused.pending[0].id: True})
+    assert done.output == "Done." and RUNS["send_money:Ann:5"] == 1 and RUNS["steady:main"] == 1
+
+
+async def test_a_history_cut_by_an_error_continues_as_before() -> None:
+    """Calls left unanswered by a run that stopped on an error, none of which needs approval,
+    do not make the history wait: it continues with a prompt."""
+    cut = [{"role": "user", "content": "Balance?"},
+           {"role": "assistant", "content": turn(call("balance", {"account": "main"})),
+            "tool_calls": [{"id": "call_1_1", "type": "function",
+                            "function": {"name": "balance", "arguments": '{"account": "main"}'}}]}]
+    result = await Agent([balance, send_money], ScriptedRuntime(["Sorry, try again."])).run("Again?", message_history=cut)
+    assert result.output == "Sorry, try again." and RUNS == {}
+    with pytest.raises(InvalidArgument):  # decisions for calls that wait for none are still checked
+        await Agent([balance], ScriptedRuntime([])).run(message_history=cut, approvals={"call_9_9": True})
