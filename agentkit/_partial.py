@@ -178,6 +178,16 @@ def _array(text: str, i: int) -> tuple[list[Any], int | None, bool]:
             return out, None, False
 
 
+_GROWS = frozenset('"{}[],:el' + _SPACE)
+
+
+def may_grow(piece: str) -> bool:
+    """Whether appending `piece` to a JSON prefix can add to its partial value: only a piece
+    that closes a string, ends a number, finishes a literal (its last letter) or opens a
+    container can; one inside a string or a number cannot, so its prefix need not be read again."""
+    return not _GROWS.isdisjoint(piece)
+
+
 def consistent(partial: Any, final: Any) -> bool:
     """Whether `partial` is a prefix-consistent view of `final`: every key it holds is the
     final value's, with a consistent value; every list no longer than the final one, item by
@@ -221,7 +231,7 @@ class PartialOutputs:
 
     def add(self, piece: str) -> PartialOutput | None:
         self.text += piece
-        if not self.readable:
+        if not self.readable or not may_grow(piece):
             return None
         text = self.text
         if self.reasoning is not None and (text.startswith(self.reasoning.open) or self.reasoning.open.startswith(text)):

@@ -9,7 +9,7 @@ from runtimes import Runtime, Usage
 
 from ._extract import check_ending, extraction_messages, output_spec, runtime_errors
 from ._inputs import check_generation_settings, check_runtime, check_text
-from ._partial import NO_VALUE, NotJSON, consistent, partial_value
+from ._partial import NO_VALUE, NotJSON, consistent, may_grow, partial_value
 from ._runtime import resolve_runtime
 from ._sync import iterate_to_end
 
@@ -51,7 +51,7 @@ async def stream_extract(
                 except StopAsyncIteration:
                     break
             written += piece
-            if not readable:
+            if not readable or not may_grow(piece):
                 continue
             try:
                 value = partial_value(written)
