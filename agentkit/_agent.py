@@ -41,7 +41,17 @@ from ._errors import (
     Violation,
     safe_str,
 )
-from ._events import Event, FinalResult, PartialOutput, RunResult, RunUsage, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultEvent
+from ._events import (
+    Event,
+    FinalResult,
+    PartialOutput,
+    RunResult,
+    RunUsage,
+    TextDelta,
+    ToolCallEvent,
+    ToolCallRecord,
+    ToolResultEvent,
+)
 from ._inputs import (
     as_argument_error,
     check_agent_settings,
@@ -128,6 +138,10 @@ class Agent(Generic[OutputT]):
     lists it in `pending`. `run(message_history=result.messages, approvals={id: decision})`
     resumes: approved calls run, denied ones are answered with the denial.
 
+    Traces: with `opentelemetry-api` installed, each run is traced (spans for the run, each
+    model request and each tool call) through `tracer_provider`, or the global provider where
+    it is None; without the package nothing is imported.
+
     Model settings: `temperature`, `top_p`, `seed` and `max_tokens`, or the same as a
     `model_settings` dict (which wins); `agent.run(..., model_settings=...)` overrides them for
     one run, key by key. A run may also bring `extra_tools`, keep to `allowed_tools` (names),
@@ -174,6 +188,7 @@ class Agent(Generic[OutputT]):
         model_settings: ModelSettings | None = None,
         output_validator: OutputValidator | None = None,
         requires_approval: ApprovalPredicate | None = None,
+        tracer_provider: Any = None,
     ) -> None: ...
 
     @overload
@@ -202,6 +217,7 @@ class Agent(Generic[OutputT]):
         model_settings: ModelSettings | None = None,
         output_validator: OutputValidator | None = None,
         requires_approval: ApprovalPredicate | None = None,
+        tracer_provider: Any = None,
     ) -> None: ...
 
     def __init__(
@@ -229,6 +245,7 @@ class Agent(Generic[OutputT]):
         model_settings: ModelSettings | None = None,
         output_validator: OutputValidator | None = None,
         requires_approval: ApprovalPredicate | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         check_agent_settings(dict(max_steps=max_steps, max_calls_per_turn=max_calls_per_turn, max_retries=max_retries,
                                   token_budget=token_budget, timeout=timeout, tool_timeout=tool_timeout,
@@ -278,6 +295,10 @@ class Agent(Generic[OutputT]):
         if requires_approval is not None and not callable(requires_approval):
             raise InvalidArgument("requires_approval", f"must be a function, not {type(requires_approval).__name__}")
         self.requires_approval = requires_approval
+        if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer", None)):
+            raise InvalidArgument("tracer_provider",
+                                  f"must be an OpenTelemetry TracerProvider, not {type(tracer_provider).__name__}")
+        self.tracer_provider = tracer_provider
         self._grammars = TurnGrammars(self.output, max_calls_per_turn, reasoning)
 
     @property
@@ -472,7 +493,7 @@ class Agent(Generic[OutputT]):
             "agentkit.tool_choice": choice,
             "agentkit.output_type": self.output.label if self.output is not None else None,
             "agentkit.resumed_calls": len(waiting) or None,
-        })
+        }, self.tracer_provider)
         state.resumed, state.approvals = waiting, decided
         state.earlier_turns = sum(m.get("role") == "assistant" for m in messages)
         return state

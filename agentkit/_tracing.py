@@ -40,14 +40,15 @@ def _version() -> str:
 class RunTrace:
     """The spans of one run; each method does nothing where tracing is off."""
 
-    def __init__(self, runtime_name: str, attributes: dict[str, Any]):
+    def __init__(self, runtime_name: str, attributes: dict[str, Any], provider: Any = None):
+        """`provider`: a tracer provider of the agent's own; None is the process's global one."""
         trace = _otel()
         self._trace = trace
         self._span: Any = None
         self._context: Any = None
         if trace is None:
             return
-        self._tracer = trace.get_tracer("agentkit", _version())
+        self._tracer = (provider or trace.get_tracer_provider()).get_tracer("agentkit", _version())
         self._span = self._tracer.start_span("invoke_agent agentkit", attributes={
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": "agentkit",

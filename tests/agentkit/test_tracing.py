@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentkit import Agent, ModelRetry, StepLimitExceeded, tool
+from agentkit import Agent, InvalidArgument, ModelRetry, StepLimitExceeded, tool
 from runtimes.testing import ScriptedRuntime
 
 REPO = Path(__file__).resolve().parents[2]
@@ -155,3 +155,18 @@ def test_importing_agentkit_imports_no_opentelemetry() -> None:
         print("ok")
     ''')
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+async def test_an_agents_own_tracer_provider(spans: Any) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    own = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(own))
+    await Agent([], ScriptedRuntime(["Hi."]), tracer_provider=provider).run("Hello")
+    assert sorted(s.name.split(" ")[0] for s in own.get_finished_spans()) == ["chat", "invoke_agent"]
+    assert spans.get_finished_spans() == ()  # not the global provider's
+    with pytest.raises(InvalidArgument, match="tracer_provider"):
+        Agent([], tracer_provider="console")
