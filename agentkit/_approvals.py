@@ -51,6 +51,8 @@ def needs_approval(valid: ValidCall, predicate: ApprovalPredicate | None) -> boo
 def unanswered_calls(messages: Sequence[Message]) -> list[ToolCall]:
     """The calls of the conversation's last assistant turn that no tool message answers yet,
     in call order (empty where the conversation does not end with such a turn)."""
+    if not all(isinstance(m, dict) for m in messages):
+        return []  # not a message list: its own check names what is wrong
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
         if message.get("role") != "assistant":

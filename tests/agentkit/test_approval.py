@@ -202,3 +202,10 @@ async def test_a_history_cut_by_an_error_continues_as_before() -> None:
     assert result.output == "Sorry, try again." and RUNS == {}
     with pytest.raises(InvalidArgument):  # decisions for calls that wait for none are still checked
         await Agent([balance], ScriptedRuntime([])).run(message_history=cut, approvals={"call_9_9": True})
+
+
+@pytest.mark.parametrize("history", [["not a message"], [{"role": "user", "content": "x"}, 3]])
+async def test_a_history_that_is_no_message_list_is_named(history: list[Any]) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        await Agent([balance], ScriptedRuntime([])).run("go", message_history=history)
+    assert info.value.argument.startswith("message_history")
