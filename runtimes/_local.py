@@ -181,8 +181,11 @@ class LocalRuntime(Runtime):
         """Free what the model holds (called once, model lock held)."""
 
     def forget_caches(self) -> None:
-        """Forget what every idle slot's cache holds: for a caller that drove the model itself
-        (`read_batch` under `model_lock`, a benchmark), after which what the slots hold is unknown."""
+        """Forget what every slot's cache holds, once the calls already made are over: for a
+        caller that drove the model itself (`read_batch` under `model_lock`, a benchmark), after
+        which what the slots hold is unknown, or one that wants the next call to read its whole
+        prompt. Not while calls are being made."""
+        self._scheduler.wait_idle()
         self._scheduler.forget_caches()
 
     def generate_sync(self, messages: Messages, **options: Any) -> Generation:

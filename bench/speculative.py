@@ -1,0 +1,180 @@
+"""Fewer forward passes than tokens: realistic extractions decoded free, constrained, with
+jump-forward, and with jump-forward and prompt lookup (`draft="prompt"`), timed from the
+caller's side.
+
+    python -m bench.speculative [--model NAME|PATH ...] [--rounds 1] [--max-tokens 320] [--docs N]
+
+The documents: texts to extract from for bench.masker's contact, invoice and ticket schemas, and
+people for bench._people's schema, each with its instructions as the system message. Per model
+and round, every document is run once per mode, the modes in an order that turns by document.
+Each document's prompt is read once first (a one-token call, untimed, which also compiles its
+grammar), so every timed call finds it cached and the times are those of decoding: the same
+prompt read would otherwise be added to every mode (`--cold-prompts`: forget the cache before
+each call, and time the whole prompt read too). Greedy throughout.
+
+Columns, per mode: ms per document and per output token (wall time of `generate`), output tokens and forward passes per document (`usage.forward_passes`: the passes
+whose logits chose tokens), passes per token, the drafter's acceptance rate, and how many
+outputs equal plain constrained greedy's token for token. The last lines give the two ratios of
+the acceptance figure: constrained with jump-forward and prompt lookup over free decoding of
+the same requests, in wall time per output token, and its passes over its tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+
+import grammar
+from bench import _people, models
+from bench._progress import progress
+from bench.masker import SCHEMAS as MASKER_SCHEMAS
+
+MODES = ("free", "constrained", "+ jump-forward", "+ prompt lookup")
+# How each mode sets the runtime: (grammar on, jump_forward, draft).
+SETTINGS = {
+    "free": (False, False, None),
+    "constrained": (True, False, None),
+    "+ jump-forward": (True, True, None),
+    "+ prompt lookup": (True, True, "prompt"),
+}
+
+_INSTRUCTIONS = {
+    "contact": "Extract the contact in the message as a JSON object: name, email, phone (if given) and tags "
+               "(short topics the person mentions).",
+    "invoice": "Extract the invoice in the text as a JSON object: number, issued (a date, YYYY-MM-DD), customer, "
+               "lines (description, qty, price) and currency.",
+    "ticket": "Extract the support ticket as a JSON object: id, title, body (the description, word for word), "
+              "reporter (email), labels and due (YYYY-MM-DD, if given).",
+}
+_TEXTS = {
+    "contact": [
+        "Hello, this is Ada Lovelace. You can reach me at ada@example.org or call +44 20 7946 0958. "
+        "I mostly write about math and poetry.",
+        "Hi team, Grace Hopper here (grace.hopper@navy.example.com, phone +1 202 555 0147). "
+        "Happy to talk about compilers, debugging or teaching.",
+    ],
+    "invoice": [
+        "Invoice INV-004217, issued 2024-11-05 to Babbage Engines Ltd. Line 1: Difference engine, brass, "
+        "assembled, quantity 1, price 1200.00. Line 2: Punched cards (box of 500), quantity 3, price 18.50. "
+        "All amounts in GBP.",
+        "INVOICE INV-000981 dated 2025-02-17. Bill to: Northwind Traders. 2 x Espresso machine, 349.99 each; "
+        "10 x Coffee beans 1kg, 21.50 each. Currency: EUR.",
+    ],
+    "ticket": [
+        "Ticket OPS-3141: Nightly export fails on the reporting cluster. Reported by grace@example.com, "
+        "due 2024-12-01, labels export, storage, p2. Since Monday the nightly export job stops after about "
+        "twenty minutes with a timeout from the storage layer. Retrying by hand works.",
+        "WEB-204 Login button does nothing on Safari. From: tim@example.net. Labels: frontend, safari. "
+        "Clicking the login button on Safari 17 does nothing; the console shows a blocked popup warning.",
+    ],
+}
+
+
+@dataclass(frozen=True)
+class Document:
+    name: str
+    schema: dict
+    messages: list[dict[str, str]]
+
+
+def documents() -> list[Document]:
+    """Two texts for each of masker's contact, invoice and ticket schemas, then people."""
+    found = []
+    for name, texts in _TEXTS.items():
+        schema = MASKER_SCHEMAS[name][0]
+        for i, text in enumerate(texts):
+            found.append(Document(f"{name} {i + 1}", schema,
+                                  [{"role": "system", "content": _INSTRUCTIONS[name]}, {"role": "user", "content": text}]))
+    for i, text in enumerate(_people.TEXTS[:4]):
+        found.append(Document(f"person {i + 1}", _people.SCHEMA, _people.messages(text)))
+    return found
+
+
+@dataclass
+class Tally:
+    seconds: list[float] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    passes: list[int] = field(default_factory=list)
+    drafted: int = 0
+    accepted: int = 0
+    equal: int = 0
+    runs: int = 0
+    answers: dict[tuple[str, int], list[int] | None] = field(default_factory=dict)  # (document, round): ids
+
+
+def run(model: str | None, docs: list[Document], rounds: int, max_tokens: int, cold_prompts: bool) -> dict[str, Tally]:
+    rt = models.runtime(model)
+    print(f"# {rt.name}: {len(docs)} documents, {rounds} round(s), max_tokens={max_tokens}"
+          + (", every prompt read in every call" if cold_prompts else ", prompts cached"), flush=True)
+    grammars = {doc.name: grammar.from_json_schema(doc.schema) for doc in docs}
+    tallies = {mode: Tally() for mode in MODES}
+    saved = rt.jump_forward, rt.draft
+    try:
+        for r in range(rounds):
+            for d, doc in enumerate(progress(docs, f"round {r + 1}")):
+                rt.generate_sync(doc.messages, grammar=grammars[doc.name], max_tokens=1)  # not timed
+                turn = (d + r) % len(MODES)
+                for mode in MODES[turn:] + MODES[:turn]:
+                    constrained, rt.jump_forward, rt.draft = SETTINGS[mode]
+                    if cold_prompts:
+                        rt.forget_caches()
+                    started = time.perf_counter()
+                    generation = rt.generate_sync(doc.messages, grammar=grammars[doc.name] if constrained else None,
+                                                  max_tokens=max_tokens)
+                    elapsed = time.perf_counter() - started
+                    tally = tallies[mode]
+                    tally.seconds.append(elapsed)
+                    tally.tokens.append(generation.usage.completion_tokens)
+                    tally.passes.append(generation.usage.forward_passes)
+                    tally.drafted += generation.usage.drafted_tokens
+                    tally.accepted += generation.usage.accepted_tokens
+                    tally.runs += 1
+                    tally.answers[(doc.name, r)] = generation.token_ids
+                    if constrained and generation.finish_reason != "grammar_complete":
+                        print(f"  {doc.name} ({mode}): finished with {generation.finish_reason}", file=sys.stderr)
+        plain = tallies["constrained"].answers
+        for mode in MODES[1:]:
+            tally = tallies[mode]
+            tally.equal = sum(ids == plain[key] for key, ids in tally.answers.items())
+    finally:
+        rt.jump_forward, rt.draft = saved
+    return tallies
+
+
+def report(tallies: dict[str, Tally]) -> None:
+    print("| mode | ms / document | ms / token | tokens / document | passes / document | passes / token "
+          "| acceptance | equal to plain greedy |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for mode in MODES:
+        t = tallies[mode]
+        tokens, passes = sum(t.tokens), sum(t.passes)
+        acceptance = f"{t.accepted / t.drafted:.0%} of {t.drafted / t.runs:.0f}" if t.drafted else "-"
+        equal = f"{t.equal}/{t.runs}" if mode != "free" else "-"
+        print(f"| {mode} | {statistics.fmean(t.seconds) * 1e3:.0f} | {sum(t.seconds) / tokens * 1e3:.1f} | "
+              f"{tokens / t.runs:.1f} | {passes / t.runs:.1f} | {passes / tokens:.2f} | {acceptance} | {equal} |")
+    free, best = tallies["free"], tallies["+ prompt lookup"]
+    per_token = (sum(best.seconds) / sum(best.tokens)) / (sum(free.seconds) / sum(free.tokens))
+    print(f"\nprompt lookup + jump-forward vs free: wall time per output token {per_token:.2f}x; "
+          f"forward passes / tokens {sum(best.passes) / sum(best.tokens):.2f}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", action="append", metavar="NAME|PATH",
+                        help=f"repeatable: a GGUF file or one of {', '.join(models.MODELS)} (default: the default model)")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--max-tokens", type=int, default=320)
+    parser.add_argument("--docs", type=int, default=None, help="only the first N documents")
+    parser.add_argument("--cold-prompts", action="store_true", help="read every prompt anew in every call, timed")
+    args = parser.parse_args(argv)
+    docs = documents()[: args.docs]
+    for model in args.model or [None]:
+        report(run(model, docs, args.rounds, args.max_tokens, args.cold_prompts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
