@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
@@ -24,11 +25,12 @@ class RunUsage(Usage):
     def __add__(self, other: Usage) -> "RunUsage":
         if not isinstance(other, Usage):
             return NotImplemented
+        total = Usage.__add__(self, other)  # every count a runtime keeps (forward passes, drafts ...)
+        assert isinstance(total, Usage)
         return RunUsage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.tool_runs + getattr(other, "tool_runs", 0),
-            self.repeated_calls + getattr(other, "repeated_calls", 0),
+            **{f.name: getattr(total, f.name) for f in dataclasses.fields(Usage)},
+            tool_runs=self.tool_runs + getattr(other, "tool_runs", 0),
+            repeated_calls=self.repeated_calls + getattr(other, "repeated_calls", 0),
         )
 
 

@@ -519,3 +519,13 @@ async def test_a_python_call_without_brackets_is_a_call_not_the_answer() -> None
     rt = ScriptedRuntime([steered, "Mild."])
     result = await Agent([get_weather], rt, max_tokens=40, tool_prompt="python").run("Weather in Oslo?")
     assert [r.arguments.days for r in result.tool_calls] == [2] and result.messages[2]["content"] == whole
+
+
+async def test_a_runs_usage_keeps_every_count_of_its_generations() -> None:
+    turns = [Generation(call("get_weather", '{"city":"Oslo"}'), "grammar_complete",
+                        Usage(10, 6, forward_passes=4, drafted_tokens=3, accepted_tokens=2)),
+             Generation("Mild.", "stop", Usage(20, 2, forward_passes=2))]
+    result = await Agent([get_weather], ScriptedRuntime(turns)).run("Oslo?")
+    u = result.usage
+    assert (u.prompt_tokens, u.completion_tokens, u.forward_passes, u.drafted_tokens, u.accepted_tokens) == (30, 8, 6, 3, 2)
+    assert u.tool_runs == 1
