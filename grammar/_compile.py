@@ -35,6 +35,7 @@ _FEW = 8  # tokens still walking below which `_walk` finishes them one by one
 _WIDE_RUN = 64  # tokens sharing a prefix past which a search over prefixes hands them to `_walk` ...
 _WIDE_BYTES = 32  # ... if the state after the prefix allows at least this many next bytes
 _LOOP_BYTES = 16  # bytes that must lead a state back to itself for it to have a loop class
+_ENTRY_STEPS = 16  # states a walk follows into a loop before it walks every token instead
 _CHARACTER_STATES = 64  # byte-automaton states past which a repeated item is not profiled
 
 _BYTES = [bytes((b,)) for b in range(256)]
@@ -147,7 +148,8 @@ class CompiledGrammar:
         # change once made)
         self._pool: dict[tuple[bool, bytes], StateMask] = {}
         self._small_pool: dict[tuple[int, ...], StateMask] = {}  # the same, keyed by a few allowed ids
-        self._utf8_loop: dict[int, bool] = {}
+        self._utf8_leads: dict[tuple[int, int], bool] = {}  # see `_utf8_leads_to`
+        self._loops: dict[int, bytes] = {}  # see `_looping_bytes`
         self._doom: dict[int, bool] = {}
         self._inside: dict[int, _Inside] = {}
         self._by_far_counts: dict[tuple, StateMask] = {}  # see `_far_counts_key`
@@ -329,7 +331,8 @@ class CompiledGrammar:
         loop = self._loop_class(state, row_np)
         first = row_np >= 0
         if loop is None:
-            positions, ends = self._prefix_walk(state, track)
+            entered = self._entry_walk(state, row_np, track)
+            positions, ends = entered if entered is not None else self._prefix_walk(state, track)
             long_ids = t.long_ids[first[t.long_first]]
         else:
             # Tokens made only of looping bytes stay here; walk just the others, each from its
@@ -337,6 +340,79 @@ class CompiledGrammar:
             positions, ends = self._walk(state, loop.other_positions, start=loop.other_skip, track=track)
             long_ids = loop.other_long_ids[first[loop.other_long_first]]
         return loop, *self._without_doomed(positions, ends), long_ids
+
+    def _entry_walk(self, state: int, row_np: np.ndarray, track: _Track | None
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """`_prefix_walk` of a state whose first characters mostly lead along a short chain of
+        states into a loop (a string's first character, or the first few of a pattern with a
+        minimum length, before its inside). A token whose first bytes lead along the chain to
+        the loop state and also loop there reads from `state` exactly as from the loop state,
+        so the loop state's class answers most tokens without a walk: its looping tokens stay
+        there, and only its other tokens are walked, from their first byte that may not loop.
+        Tokens that end along the chain end where they stop; just the rest are walked from
+        `state`. None where `state` enters no loop so (then every token is walked)."""
+        a = self.automaton
+        t = self.tables
+        chain = [state]
+        rows = [row_np]
+        while True:
+            targets, counts = np.unique(rows[-1][rows[-1] >= 0], return_counts=True)
+            if not counts.size or counts.max() < _LOOP_BYTES or len(chain) > _ENTRY_STEPS:
+                return None
+            nxt = int(targets[counts.argmax()])
+            if nxt in chain or a.exits[nxt]:
+                return None  # a token could cross the end of a frame along the way: walk them
+            chain.append(nxt)
+            rows.append(a.byte_row(nxt))
+            loop = self._loop_class(nxt, rows[-1])
+            if loop is not None:
+                break
+        loop_state, steps = chain[-1], len(chain) - 1
+        if steps > t.matrix.shape[0]:
+            return None
+        loops_ascii = rows[-1][:128] == loop_state
+        n = len(t.sorted_bytes)
+        lens = t.lens[:n]
+        # Along the chain: tokens whose every byte is a link end where they stop (`short_end`);
+        # those longer than the chain whose first `steps` bytes are links that also loop in the
+        # loop state go `through` it.
+        spelled = np.ones(n, dtype=bool)
+        through = np.ones(n, dtype=bool)
+        short_end = np.full(n, DEAD, np.int32)
+        for j in range(steps):
+            col = t.matrix[j, :n]
+            live = lens > j
+            link = rows[j] == chain[j + 1]
+            spelled &= ~live | link[col]
+            short_end[spelled & (lens == j + 1)] = chain[j + 1]
+            via = np.zeros(256, dtype=bool)
+            via[:128] = link[:128] & loops_ascii
+            through &= live & via[col]
+        through &= lens > steps
+        other = np.zeros(n, dtype=bool)
+        other[loop.other_positions] = True
+        if steps == 1 and self._utf8_leads_to(state, loop_state) and self._loops_on_utf8(loop_state):
+            # A token with a non-ASCII first byte goes through if its first character is whole
+            # and loops (a looping token, or one whose looping prefix holds that character).
+            skip_ok = np.zeros(n, dtype=bool)
+            skip_ok[loop.other_positions] = loop.other_skip > 0
+            through |= (t.matrix[0, :n] >= 128) & (~other | skip_ok)
+        stay = np.flatnonzero(through & ~other)
+        go_on = through[loop.other_positions]
+        walked, walked_ends = self._walk(loop_state, loop.other_positions[go_on],
+                                         start=loop.other_skip[go_on].astype(np.int64), track=track)
+        short = short_end >= 0
+        first_ok = (row_np >= 0)[t.matrix[0, :n]]
+        rest, rest_ends = self._walk(state, np.flatnonzero(first_ok & ~through & ~short), track=track)
+        if track is not None and track.passed is not None:
+            track.passed.append(np.array(chain[1:], np.int32))
+        # Sorted positions, as a walk over the sorted tokens gives them.
+        end_of = short_end
+        end_of[stay] = loop_state
+        end_of[walked] = walked_ends
+        end_of[rest] = rest_ends
+        positions = np.flatnonzero(end_of >= 0)
+        return positions, end_of[positions]
 
     def _framed_mask(self, state: int, local: int, inside: _Inside, frame: tuple, resume: int | None,
                      outside: int, accepting: bool) -> StateMask:
@@ -614,7 +690,9 @@ class CompiledGrammar:
         else:
             cross = cross_from = _NO_IDS
             cross_byte = _NO_BYTES
-        return _Inside(loop, np.sort(positions), cross, cross_from, cross_byte, long_kept, long_cross,
+        if positions.size > 1 and not (positions[1:] >= positions[:-1]).all():
+            positions = np.sort(positions)
+        return _Inside(loop, positions, cross, cross_from, cross_byte, long_kept, long_cross,
                        max(reach, depths[local]))
 
     def _split_long(self, local: int, ids: np.ndarray, track: _Track) -> tuple[np.ndarray, np.ndarray]:
@@ -628,15 +706,21 @@ class CompiledGrammar:
         crossing: list[int] = []
         passed: list[int] = []
         for tid in ids.tolist():
-            s = local
-            for q, byte in enumerate(self.tables.token_bytes[tid]):
+            data = self.tables.token_bytes[tid]
+            s, q = local, 0
+            while q < len(data):
                 if q and a.exits[s]:
                     crossing.append(tid)
                     break
-                s = a.step(s, byte)
-                if s < 0:
+                nxt = a.step(s, data[q])
+                if nxt < 0:
                     break
-                passed.append(s)
+                passed.append(nxt)
+                if nxt == s and not a.exits[s]:  # a run of bytes that loop here is read at once
+                    q = len(data) - len(data[q:].lstrip(self._looping_bytes(s)))
+                else:
+                    q += 1
+                s = nxt
             else:
                 if not self._doomed(s):
                     kept.append(tid)
@@ -817,11 +901,36 @@ class CompiledGrammar:
             return _NO_WORDS, _NO_WORDS
         kept, ends = [], []
         for tid in ids.tolist():
-            nxt = self.automaton.walk(state, self.tables.token_bytes[tid])
+            nxt = self._walk_looping(state, self.tables.token_bytes[tid])
             if nxt >= 0 and not self._doomed(nxt):
                 kept.append(tid)
                 ends.append(nxt)
         return np.asarray(kept, np.int32), np.asarray(ends, np.int32)
+
+    def _walk_looping(self, state: int, data: bytes) -> int:
+        """`Automaton.walk` of a long token (a run of spaces or dashes, most of them), each run
+        of bytes that loop on the state it meets read at once."""
+        a = self.automaton
+        s, q = state, 0
+        while q < len(data):
+            if a.links[s] is not None:  # inside a literal: the automaton reads it at once
+                return a.walk(s, data[q:])
+            nxt = a.step(s, data[q])
+            if nxt < 0:
+                return DEAD
+            if nxt == s:
+                q = len(data) - len(data[q:].lstrip(self._looping_bytes(s)))
+            else:
+                q += 1
+            s = nxt
+        return s
+
+    def _looping_bytes(self, state: int) -> bytes:
+        """The bytes that lead `state` back to itself, for `bytes.lstrip`."""
+        found = self._loops.get(state)
+        if found is None:
+            found = self._loops[state] = np.flatnonzero(self.automaton.byte_row(state) == state).astype(np.uint8).tobytes()
+        return found
 
     def _doomed(self, state: int) -> bool:
         """Whether no document can be completed from `state` (only where the stack-depth bound
@@ -842,7 +951,8 @@ class CompiledGrammar:
     def _without_doomed(self, positions: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not self.automaton.nfa.recursive:  # nothing is doomed: spare the list
             return positions, ends
-        doomed = self._doomed_ends(ends.tolist())
+        deep = ends[np.asarray(self.automaton.depths, np.int32)[ends] >= MAX_STACK_DEPTH] if ends.size else ends
+        doomed = self._doomed_ends(np.unique(deep).tolist()) if deep.size else set()
         if not doomed:
             return positions, ends
         keep = ~np.isin(ends, list(doomed))
@@ -872,6 +982,7 @@ class CompiledGrammar:
         passed: list[int] = []
         out_pos: list[np.ndarray] = []
         out_end: list[np.ndarray] = []
+        wide: list[tuple[int, int, int, int]] = []  # (run start, run end, state, bytes read)
         todo = [(state, b"", 0, len(sorted_bytes))]
         while todo:
             s, prefix, lo, hi = todo.pop()
@@ -900,10 +1011,8 @@ class CompiledGrammar:
                 if r < stop:
                     runs.append((r, stop))
             if hi - lo > _WIDE_RUN and sum(b1 - b0 for b0, b1 in spans) >= _WIDE_BYTES:
-                idx = np.concatenate([np.arange(r, stop, dtype=np.int64) for r, stop in runs]) if runs else _NO_IDS
-                more, more_ends = self._walk(s, idx, start=k, track=track)
-                out_pos.append(more)
-                out_end.append(more_ends)
+                # Walked together with every other wide run, after the search.
+                wide.extend((r, stop, s, k) for r, stop in runs)
                 continue
             for r, stop in runs:
                 while r < stop:  # one run of tokens per next byte they spell
@@ -923,26 +1032,36 @@ class CompiledGrammar:
                         else:
                             todo.append((nxt, prefix + _BYTES[b], r, run_end))
                     r = run_end
+        if wide:
+            idx = np.concatenate([np.arange(r, stop, dtype=np.int64) for r, stop, _, _ in wide])
+            sizes = [stop - r for r, stop, _, _ in wide]
+            more, more_ends = self._walk(np.repeat(np.array([w[2] for w in wide], np.int32), sizes), idx,
+                                         start=np.repeat(np.array([w[3] for w in wide], np.int64), sizes),
+                                         track=track)
+            out_pos.append(more)
+            out_end.append(more_ends)
         if track is not None and track.passed is not None and passed:
             track.passed.append(np.array(passed, np.int32))
         out_pos.append(np.array(positions, np.int64))
         out_end.append(np.array(ends, np.int32))
         return np.concatenate(out_pos), np.concatenate(out_end).astype(np.int32)
 
-    def _walk(self, state: int, idx: np.ndarray, start: int | np.ndarray = 0,
+    def _walk(self, state: int | np.ndarray, idx: np.ndarray, start: int | np.ndarray = 0,
               track: _Track | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Walk the tokens at sorted positions `idx` from `state`, all at once, byte by byte,
         from their byte `start` on (all are longer than `start`; an array gives each token its
-        own start, its bytes before it leaving `state` where it was).
+        own start, its bytes before it leaving `state` where it was; an array of states gives
+        each token its own state to start from).
 
         Returns the positions of the tokens that survive and the state each ends in. With
         `track`, also notes the tokens that reach a state where the frame `state` was seen
         from may end with bytes still to read, and every state the tokens pass through.
         """
         ragged = isinstance(start, np.ndarray)
+        states = isinstance(state, np.ndarray)
         if idx.size <= _FEW_WALKS:
             starts = start.tolist() if ragged else [start] * idx.size
-            return self._walk_few(idx.tolist(), [state] * idx.size, starts, track)
+            return self._walk_few(idx.tolist(), state.tolist() if states else [state] * idx.size, starts, track)
         a = self.automaton
         t = self.tables
         out_pos: list[np.ndarray] = []
@@ -951,7 +1070,7 @@ class CompiledGrammar:
         matrix = t.matrix
         class_of = a.class_of
         cls = class_of[matrix[start, idx]]
-        cur = a.gather(np.broadcast_to(np.int32(state), cls.shape), cls)
+        cur = a.gather(state.astype(np.int32) if states else np.broadcast_to(np.int32(state), cls.shape), cls)
         ok = cur >= 0
         idx, cur = idx[ok], cur[ok]
         p = start[ok] + 1 if ragged else start + 1
@@ -1032,7 +1151,13 @@ class CompiledGrammar:
 
     def _loops_on_utf8(self, state: int) -> bool:
         """Whether every whole non-ASCII character read from `state` leads back to it."""
-        hit = self._utf8_loop.get(state)
+        return self._utf8_leads_to(state, state)
+
+    def _utf8_leads_to(self, state: int, target: int) -> bool:
+        """Whether every whole non-ASCII character read from `state` leads to `target`, through
+        states where no frame may end (so a token reading one crosses no frame's end)."""
+        key = (state, target)
+        hit = self._utf8_leads.get(key)
         if hit is not None:
             return hit
         a = self.automaton
@@ -1047,15 +1172,16 @@ class CompiledGrammar:
                 lo, hi = shape[i]
                 for b in a.representatives(lo, hi):
                     nxt = a.step(s, b)
-                    if nxt < 0 or (i + 1 == len(shape) and nxt != state):
+                    last = i + 1 == len(shape)
+                    if nxt < 0 or (last and nxt != target) or (not last and a.exits[nxt]):
                         hit = False
                         break
-                    if i + 1 < len(shape) and (nxt, i + 1) not in seen:
+                    if not last and (nxt, i + 1) not in seen:
                         seen.add((nxt, i + 1))
                         todo.append((nxt, i + 1))
             if not hit:
                 break
-        self._utf8_loop[state] = hit
+        self._utf8_leads[key] = hit
         return hit
 
     # -- tokens and where they lead ------------------------------------------------------

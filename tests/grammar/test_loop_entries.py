@@ -1,0 +1,85 @@
+"""Masks of states that lead into a loop (a string's first characters, a pattern's minimum
+length, inside free JSON or not) agree with stepping every token of a real vocabulary: the
+loop state's class answers most tokens there without a walk, so this is where a shortcut would
+show."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import grammar
+
+PATTERNS = ["^[a-z]+(?:-[a-z0-9]+)*$", "^[A-Z][a-z]+$", "^[A-Za-z_][A-Za-z0-9_]*$", "^[^@ ]+@[^@ ]+$", "^.*$"]
+
+
+def _string(min_length: int, pattern: str | None, max_length: int | None) -> dict:
+    schema: dict = {"type": "string", "minLength": min_length}
+    if pattern is not None:
+        schema["pattern"] = pattern
+    if max_length is not None:
+        schema["maxLength"] = max(max_length, min_length)
+    return schema
+
+
+@st.composite
+def schemas(draw) -> dict:
+    value = _string(draw(st.integers(0, 4)), draw(st.none() | st.sampled_from(PATTERNS)),
+                    draw(st.none() | st.integers(6, 40)))
+    items = {"type": "array", "items": value, "minItems": draw(st.integers(0, 2))}
+    inner = {"type": "object", "properties": {"name": value, "tags": items}, "required": ["name"]}
+    if draw(st.booleans()):  # other keys hold any JSON value: a recursive grammar, states in frames
+        return {"type": "object", "properties": {"rows": {"type": "array", "items": inner}}}
+    return {**inner, "additionalProperties": False}
+
+
+def _brute_force(matcher: grammar.Matcher, size: int) -> set[int]:
+    allowed = set()
+    for token in range(size):
+        probe = matcher.fork()
+        if probe.accept_token(token):
+            allowed.add(token)
+    return allowed
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(schema=schemas(), data=st.data())
+def test_masks_entering_loops_agree_with_every_token(smollm2_vocabulary, schema, data):
+    vocab = smollm2_vocabulary
+    m = grammar.Matcher(grammar.compile(grammar.from_json_schema(schema), vocab))
+    # A few random tokens in, then a state whose mask is compared whole.
+    for _ in range(data.draw(st.integers(1, 14))):
+        allowed = m.next_token_mask().allowed_ids()
+        token = int(allowed[data.draw(st.integers(0, allowed.size - 1))])
+        if token in vocab.eos_ids:
+            break
+        m.accept_token(token)
+    if m.is_terminated():
+        return
+    assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, vocab.size)
+
+
+@pytest.mark.parametrize(
+    "schema,prefix",
+    [
+        ({"type": "object", "properties": {"name": {"type": "string", "pattern": "^[a-z]+(?:-[a-z0-9]+)*$",
+                                                    "minLength": 3}}, "required": ["name"],
+          "additionalProperties": False}, b'{"name":"'),
+        ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "minLength": 1}}}},
+         b'{"a":["'),
+        ({"type": "object", "properties": {"a": {"type": "string"}}}, b'{"b":"'),
+        ({"type": "object", "properties": {"a": {"type": "string", "pattern": "^[A-Z][a-z]+$"}}}, b'{"a":"'),
+        ({"type": "object", "properties": {"a": {"type": "string", "minLength": 2}}}, b'{"a":"x'),
+    ],
+)
+def test_a_string_s_first_characters_agree_with_every_token(smollm2_vocabulary, schema, prefix):
+    """The states right after a string's opening quote, named: where it must hold characters
+    before it may close, and inside free JSON."""
+    m = grammar.Matcher(grammar.compile(grammar.from_json_schema(schema), smollm2_vocabulary))
+    assert m.accept_bytes(prefix)
+    allowed = m.next_token_mask().allowed_ids()
+    assert allowed.size > 1000  # most of the vocabulary: the loop's class answered them
+    assert set(allowed.tolist()) == _brute_force(m, smollm2_vocabulary.size)
+    assert np.array_equal(np.sort(allowed), allowed)
