@@ -12,8 +12,8 @@ from typing import Any, Generic, Literal, overload
 
 from typing_extensions import TypeVar
 
-from grammar import Grammar, GrammarError, ReasoningSpan
-from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, checks, tool_instructions
+from grammar import Grammar, ReasoningSpan
+from runtimes import Generation, Runtime, checks, tool_instructions
 
 from ._approvals import (
     Approval,
@@ -29,17 +29,13 @@ from ._errors import (
     CallDenied,
     IncompleteOutput,
     InvalidArgument,
-    ModelRequestFailed,
     ModelRetry,
     OutputValidationError,
-    RunError,
-    RunTimeout,
     StepLimitExceeded,
     TokenLimitExceeded,
     UnexpectedModelOutput,
     UnreadableOutput,
     Violation,
-    safe_str,
 )
 from ._events import (
     Event,
@@ -487,7 +483,7 @@ class Agent(Generic[OutputT]):
                                             "and no prompt")
         decided = check_approvals(approvals, waiting)
         messages = initial_messages(conversation(prompt, history), self._system_prompt(tools))
-        state = RunState(messages, deps, deadline, CallLedger(self.repeat_calls), settings)
+        state = RunState(messages, deps, deadline, CallLedger(self.repeat_calls), settings, timeout=self.timeout)
         state.trace = RunTrace(self.runtime.name if self._runtime is not None else "default", {
             "agentkit.tools": list(tools) or None,
             "agentkit.tool_choice": choice,
@@ -533,7 +529,7 @@ class Agent(Generic[OutputT]):
             state.trace.end(steps=state.step, usage=state.usage, error=error, pending=len(state.pending))
 
     async def _turns(self, state: RunState, *, stream: bool) -> AsyncIterator[Event]:
-        with self._model_errors(state, "the default runtime"):
+        with state.model_errors("the default runtime"):
             runtime = self.runtime
         # With the python tool prompt the system message lists the tools; the template does not.
         tools = state.settings.tools
@@ -543,7 +539,7 @@ class Agent(Generic[OutputT]):
             yield event
         while True:
             kind = self._turn_kind(state)
-            with self._model_errors(state, runtime.name):
+            with state.model_errors(runtime.name):
                 g = self._grammars.get(self._turn_tools(state), envelopes, kind)
             if state.step >= self.max_steps:
                 raise StepLimitExceeded(f"no final answer after {self.max_steps} model turns (max_steps)", **state.context())
@@ -597,7 +593,7 @@ class Agent(Generic[OutputT]):
         may follow the tool messages: the turn's waiting calls are those no tool message answers."""
         if not items:
             return
-        records = await self._within(state, run_calls(state, items, self.tool_timeout))
+        records = await state.within(run_calls(state, items, self.tool_timeout))
         for record in records:
             state.messages.append(tool_message(record.call, tool_feedback(record)))
             state.records.append(record)
@@ -629,15 +625,15 @@ class Agent(Generic[OutputT]):
         """One model request: when streaming, its `TextDelta`s (and `PartialOutput`s of an
         answer); then the `Generation`."""
         if not stream:
-            yield await self._within(state, runtime.generate(for_model(state.messages), **options), runtime)
+            yield await state.within(runtime.generate(for_model(state.messages), **options), runtime.name)
             return
-        with self._model_errors(state, runtime.name):
+        with state.model_errors(runtime.name):
             pieces = runtime.stream(for_model(state.messages), **options)
         partials = PartialOutputs(state.step, self.reasoning, state.settings.tools) if self.output else None
         try:
             while True:
                 try:
-                    piece = await self._within(state, pieces.__anext__(), runtime)
+                    piece = await state.within(pieces.__anext__(), runtime.name)
                 except StopAsyncIteration:
                     break
                 yield TextDelta(state.step, piece)
@@ -655,47 +651,6 @@ class Agent(Generic[OutputT]):
         if left < 1:
             raise TokenLimitExceeded(f"the run used its token budget of {self.token_budget}", **state.context())
         return min(state.settings.max_tokens, left)
-
-    async def _within(self, state: RunState, work: Any, runtime: Runtime | None = None) -> Any:
-        """Await `work` within the run's deadline; for a model's `work` (`runtime` given),
-        whatever the runtime raises becomes a run error (`_model_errors`)."""
-        with self._model_errors(state, runtime.name) if runtime is not None else contextlib.nullcontext():
-            if state.deadline is None:
-                return await work
-            limit = asyncio.timeout_at(state.deadline)
-            try:
-                async with limit:
-                    return await work
-            except TimeoutError:
-                if not limit.expired():
-                    raise
-                raise RunTimeout(f"the run took longer than its timeout of {self.timeout:g} s", **state.context()) from None
-
-    @contextlib.contextmanager
-    def _model_errors(self, state: RunState, name: str) -> Iterator[None]:
-        """A runtime's failures (and its grammar's) as run errors that keep the messages so far;
-        an error of another kind out of a runtime, or out of its grammar's compile, is a
-        `ModelRequestFailed` too, with the original as `__cause__`."""
-        try:
-            yield
-        except (RunError, StopAsyncIteration):  # a run error already; a stream's end
-            raise
-        except TokenBudgetExceeded as exc:
-            raise IncompleteOutput(
-                f"turn {state.step} reached max_tokens={state.settings.max_tokens} before the answer was complete",
-                text=exc.text,
-                **state.context(),
-            ) from exc
-        except GrammarIgnored as exc:
-            raise UnexpectedModelOutput(
-                f"runtime {name!r} returned text its grammar rejects", text=exc.text, **state.context()
-            ) from exc
-        except (RuntimeFailure, GrammarError) as exc:
-            raise ModelRequestFailed(f"runtime {name!r} failed: {exc}", **state.context()) from exc
-        except Exception as exc:  # a runtime's own bug, or a dependency's error: still no message lost
-            raise ModelRequestFailed(
-                f"runtime {name!r} raised {type(exc).__name__}: {safe_str(exc)}", **state.context()
-            ) from exc
 
     def _refuse_unreadable_turn(self, state: RunState, text: str, reason: str) -> None:
         """A turn too deep or too long to parse goes back to the model, as a failed output
@@ -755,7 +710,7 @@ class Agent(Generic[OutputT]):
         try:
             value = self.output.validate(turn.text) if self.output is not None else turn.text
             if self.output_validator is not None:
-                value = await self._within(state, apply_validator(self.output_validator, value))
+                value = await state.within(apply_validator(self.output_validator, value))
         except OutputValidationError as exc:
             violations, kind = exc.violations, "validation"
             told = "That answer is not valid:\n" + "\n".join(f"- {v}" for v in exc.violations) + "\nAnswer again."

@@ -1,17 +1,27 @@
-"""`RunState`: what a run holds between its turns."""
+"""`RunState`: what a run holds between its turns, and how its waits keep to its deadline and
+turn a runtime's failures into run errors that keep the messages so far."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import contextlib
 import dataclasses
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from grammar import GrammarError
+from runtimes import GrammarIgnored, RuntimeFailure, TokenBudgetExceeded
+
+from ._errors import IncompleteOutput, ModelRequestFailed, RunError, RunTimeout, UnexpectedModelOutput, safe_str
 from ._events import RetryKind, RetryRecord, RunUsage, ToolCallRecord
 from ._messages import Message, ToolCall
 from ._repeats import CallLedger
 from ._settings import RunSettings
 from ._tracing import RunTrace
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -34,6 +44,7 @@ class RunState:
     approvals: dict[str, Any] = field(default_factory=dict)
     earlier_turns: int = 0  # assistant turns of the conversation the run continues
     trace: RunTrace = field(default_factory=lambda: RunTrace.off())
+    timeout: float | None = None  # the run's, in seconds (`deadline` is when it ends)
 
     def context(self) -> dict[str, Any]:
         return {"messages": list(self.messages), "usage": self.usage}
@@ -50,3 +61,45 @@ class RunState:
             dataclasses.replace(r, fixed_at=self.step, fixed_by=call_id) if r.subject == subject and not r.fixed else r
             for r in self.retries
         ]
+
+    async def within(self, work: Awaitable[T], runtime: str | None = None) -> T:
+        """Await `work` within the run's deadline (`RunTimeout` past it); for a model's `work`
+        (`runtime` names it), whatever the runtime raises becomes a run error (`model_errors`)."""
+        with self.model_errors(runtime) if runtime is not None else contextlib.nullcontext():
+            if self.deadline is None:
+                return await work
+            limit = asyncio.timeout_at(self.deadline)
+            try:
+                async with limit:
+                    return await work
+            except TimeoutError:
+                if not limit.expired():
+                    raise
+                raise RunTimeout(f"the run took longer than its timeout of {self.timeout:g} s",
+                                 **self.context()) from None
+
+    @contextlib.contextmanager
+    def model_errors(self, name: str) -> Iterator[None]:
+        """A runtime's failures (and its grammar's) as run errors that keep the messages so far;
+        an error of another kind out of a runtime, or out of its grammar's compile, is a
+        `ModelRequestFailed` too, with the original as `__cause__`."""
+        try:
+            yield
+        except (RunError, StopAsyncIteration):  # a run error already; a stream's end
+            raise
+        except TokenBudgetExceeded as exc:
+            raise IncompleteOutput(
+                f"turn {self.step} reached max_tokens={self.settings.max_tokens} before the answer was complete",
+                text=exc.text,
+                **self.context(),
+            ) from exc
+        except GrammarIgnored as exc:
+            raise UnexpectedModelOutput(
+                f"runtime {name!r} returned text its grammar rejects", text=exc.text, **self.context()
+            ) from exc
+        except (RuntimeFailure, GrammarError) as exc:
+            raise ModelRequestFailed(f"runtime {name!r} failed: {exc}", **self.context()) from exc
+        except Exception as exc:  # a runtime's own bug, or a dependency's error: still no message lost
+            raise ModelRequestFailed(
+                f"runtime {name!r} raised {type(exc).__name__}: {safe_str(exc)}", **self.context()
+            ) from exc
