@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterator
 
-from pydantic import TypeAdapter
+from ._pydantic_schema import json_schema_of
 
 _MAP_KEYWORDS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _LIST_KEYWORDS = ("prefixItems", "allOf", "anyOf", "oneOf")
@@ -77,7 +77,7 @@ def resolve_local(root: dict[str, Any], ref: str) -> Any:
 
 def schema_for_type(tp: Any) -> dict[str, Any]:
     """The normalised JSON Schema of a (prepared) Python type, as pydantic derives it."""
-    return normalise(TypeAdapter(tp).json_schema(), close_objects=True)
+    return normalise(json_schema_of(tp), close_objects=True)
 
 
 def normalise(schema: dict[str, Any], *, close_objects: bool) -> dict[str, Any]:

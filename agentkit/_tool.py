@@ -27,6 +27,7 @@ from ._constraints import Constraints, report
 from ._context import RunContext, is_context_type
 from ._docstrings import parse_docstring
 from ._errors import ToolAborted, ToolArgumentsError, ToolDefinitionError, ToolTimeout, Violation, pydantic_violations
+from ._pydantic_schema import json_schema_of
 from ._schema import normalise, resolve_local, subschemas
 from ._types import UnsupportedType, prepare
 from ._validator import SchemaValidator
@@ -107,7 +108,7 @@ class Tool:
         tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
         doc = parse_docstring(inspect.getdoc(fn))
         args_type, context_param, names, positional = _arguments_class(tool_name, fn, doc.params)
-        schema = normalise(args_type.model_json_schema(), close_objects=True)
+        schema = normalise(json_schema_of(args_type), close_objects=True)
         return cls(
             name=tool_name,
             description=description if description is not None else doc.description,
@@ -414,7 +415,7 @@ def _arguments_class(
             positional.append(param.name)
         try:
             prepared = prepare(annotation)
-            pydantic.TypeAdapter(prepared).json_schema()
+            json_schema_of(prepared)
         except UnsupportedType as exc:
             raise ToolDefinitionError(tool_name, str(exc), parameter=param.name) from None
         except (pydantic.PydanticUserError, pydantic.errors.PydanticSchemaGenerationError,
@@ -433,7 +434,7 @@ def _arguments_class(
             __module__=getattr(fn, "__module__", None) or __name__,
             **fields,
         )
-        args_type.model_json_schema()
+        json_schema_of(args_type)
     except Exception as exc:  # pydantic reports a bad default or field in several error types
         raise ToolDefinitionError(tool_name, f"arguments have no JSON Schema: {_first_line(exc)}") from None
     return args_type, context_param, names, tuple(positional)
