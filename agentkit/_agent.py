@@ -35,7 +35,6 @@ from ._errors import (
     TokenLimitExceeded,
     UnexpectedModelOutput,
     UnreadableOutput,
-    Violation,
 )
 from ._events import (
     Event,
@@ -70,7 +69,7 @@ from ._messages import (
     tool_message,
 )
 from ._partial import PartialOutputs
-from ._output import OutputSpec, OutputValidator, apply_validator
+from ._output import OutputSpec, OutputValidator, apply_validator, correction
 from ._repeats import ANSWER_NOW, REPEAT_CALLS, CallLedger, RepeatCalls, ValidCall
 from ._settings import ModelSettings, RunSettings, check_model_settings, check_tool_choice, run_tools
 from ._runtime import budget_reached, model_written_calls, resolve_runtime
@@ -711,12 +710,8 @@ class Agent(Generic[OutputT]):
             value = self.output.validate(turn.text) if self.output is not None else turn.text
             if self.output_validator is not None:
                 value = await state.within(apply_validator(self.output_validator, value))
-        except OutputValidationError as exc:
-            violations, kind = exc.violations, "validation"
-            told = "That answer is not valid:\n" + "\n".join(f"- {v}" for v in exc.violations) + "\nAnswer again."
-        except ModelRetry as exc:
-            violations, kind = [Violation("", "output_validator", exc.message, "validator")], "model_retry"
-            told = f"That answer is not accepted: {exc.message}\nAnswer again."
+        except (OutputValidationError, ModelRetry) as exc:
+            violations, kind, told = correction(exc)
         else:
             state.fixed("output")
             return value

@@ -20,12 +20,11 @@ from ._errors import (
     ModelRetry,
     OutputValidationError,
     UnexpectedModelOutput,
-    Violation,
     safe_str,
 )
 from ._events import RetryRecord
 from ._inputs import as_argument_error, check_generation_settings, check_runtime, check_text
-from ._output import OutputSpec, OutputValidator, apply_validator
+from ._output import OutputSpec, OutputValidator, apply_validator, correction
 from ._runtime import budget_reached, resolve_runtime
 
 T = TypeVar("T")
@@ -131,12 +130,8 @@ async def aextract(
             value = spec.validate(generation.text, messages=messages, usage=usage)
             if output_validator is not None:
                 value = await apply_validator(output_validator, value)
-        except OutputValidationError as exc:
-            violations, kind = exc.violations, "validation"
-            told = "That answer is not valid:\n" + "\n".join(f"- {v}" for v in exc.violations) + "\nAnswer again."
-        except ModelRetry as exc:
-            violations, kind = [Violation("", "output_validator", exc.message, "validator")], "model_retry"
-            told = f"That answer is not accepted: {exc.message}\nAnswer again."
+        except (OutputValidationError, ModelRetry) as exc:
+            violations, kind, told = correction(exc)
         else:
             if retries:
                 retries = [dataclasses.replace(r, fixed_at=attempt) for r in retries]

@@ -15,7 +15,7 @@ from grammar import CompileError, Grammar
 
 from ._bounds import text_problem
 from ._constraints import Constraints, report
-from ._errors import OutputValidationError, ToolDefinitionError, Violation, pydantic_violations
+from ._errors import ModelRetry, OutputValidationError, ToolDefinitionError, Violation, pydantic_violations
 from ._schema import schema_for_type
 from ._types import UnsupportedType, prepare
 from ._validator import SchemaValidator
@@ -32,6 +32,16 @@ async def apply_validator(validator: OutputValidator, value: Any) -> Any:
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+def correction(exc: OutputValidationError | ModelRetry) -> tuple[list[Violation], str, str]:
+    """What an answer that failed validation (or that an output validator sent back) tells
+    the model: the violations, the kind of retry they count as, and the message asking again."""
+    if isinstance(exc, ModelRetry):
+        violations = [Violation("", "output_validator", exc.message, "validator")]
+        return violations, "model_retry", f"That answer is not accepted: {exc.message}\nAnswer again."
+    told = "That answer is not valid:\n" + "\n".join(f"- {v}" for v in exc.violations) + "\nAnswer again."
+    return list(exc.violations), "validation", told
 
 
 class OutputSpec(Generic[T]):
