@@ -20,9 +20,9 @@ from ._vocab import Vocabulary
 from ._gguf import read_gguf_metadata
 from ._reasoning import after_reasoning
 from ._tools import ToolSchema, arguments, free_text, parse_tool_calls, tool_calls, tool_calls_or_text
-from ._compile import CompiledGrammar, compile
+from ._masks.compiled import CompiledGrammar, compile
 from ._timing import CompileProfile
-from ._matcher import Matcher, TokenMask
+from ._masks.matcher import Matcher, TokenMask
 from ._bitmask import allocate_token_bitmask, apply_token_bitmask, fill_next_token_bitmasks
 
 try:  # the installed distribution's version; a checkout that was never installed has none

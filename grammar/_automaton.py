@@ -11,7 +11,7 @@ States are numbered on first reach, and each successor is found on first use, on
 at a time (most states are only ever left by one or two of their bytes). Bytes the automaton
 never tells apart share a class (`class_of`); `rows[s][class_of[b]]` is the successor of state
 `s` on byte `b` (-1: dead, -2: not found yet), and the numpy `table` (the same, one int16 or
-int32 row per state) is what the vectorised token walk in `_compile` gathers from.
+int32 row per state) is what the vectorised token walk in `_masks` gathers from.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ _SPELLED_REPEAT = 4_096  # states past which a counted repeat calls its item ins
 _SPELLED_COPIES = 64  # ... or copies past which it does (the counts far from its bounds share masks)
 # ... or, for an item that reads one character (a small finite language, as a string's character
 # is), copies past which it does: each count's mask then comes from one profile of the tokens
-# (see `_compile`), not a walk of the vocabulary per count.
+# (see `_masks`), not a walk of the vocabulary per count.
 _CHARACTER_COPIES = 8
 _CHARACTER_NODES = 64  # nodes past which an item is not taken for one character
 _FEW_CELLS = 4  # successors of one state a vectorised walk computes one by one, not as a row

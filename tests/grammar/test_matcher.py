@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import grammar
-from grammar._completion import completion_of
+from grammar._masks.completion import completion_of
 from grammar._grammar import Grammar
 from grammar._ir import alt, char_set, chars, lit, negate, opt, ref, repeat, seq, star
 from grammar._vocab import Vocabulary
@@ -413,7 +413,7 @@ def test_steering_far_from_completion_does_not_search_at_every_token(smollm2_voc
     proves the states it went through far from whole too, so steering through them, or asking
     whether a small budget still fits, searches no more; and it still ends with a document the
     schema accepts."""
-    from grammar import _completion
+    from grammar._masks import completion as _completion
 
     member = {
         "type": "object",
@@ -500,7 +500,7 @@ def test_a_long_chain_of_optional_properties_stays_shallow_and_steerable():
     deepen the stack past its bound (where frame-relative masks stop and the single-byte
     completion bound is lost) nor make steering search blindly."""
     from grammar._automaton import stack_depth
-    from grammar._completion import UNKNOWN
+    from grammar._masks.completion import UNKNOWN
 
     props = {f"p{i}": {"type": "string"} for i in range(100)}
     schema = {"type": "object", "properties": props, "required": ["p99"], "additionalProperties": False}

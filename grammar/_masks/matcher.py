@@ -6,10 +6,11 @@ import bisect
 
 import numpy as np
 
-from ._bitmask import bitmask_row
-from ._compile import CompiledGrammar, StateMask
-from ._completion import completion_of
-from ._errors import MatcherError
+from .._bitmask import bitmask_row
+from .._errors import MatcherError
+from .compiled import CompiledGrammar
+from .completion import completion_of
+from .pool import StateMask
 
 _TERMINATED = -3
 

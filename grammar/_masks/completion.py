@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._automaton import MAX_STACK_DEPTH, stack_depth
-from ._errors import MatcherError
+from .._automaton import MAX_STACK_DEPTH, stack_depth
+from .._errors import MatcherError
 
 if TYPE_CHECKING:
-    from ._compile import CompiledGrammar
+    from .compiled import CompiledGrammar
 
 # Breadth-first search for the shortest completion stops after this many states; the
 # distance found so far is then still a valid lower bound.

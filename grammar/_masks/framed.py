@@ -1,0 +1,139 @@
+"""Masks of states inside a call frame: what the frame's rule allows from there, whoever called
+it, found once per frame-relative state (`_Inside`) and joined with what the tokens that cross the
+rule's end allow where it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._tokens import LoopClass
+from .common import _NO_BYTES, _NO_IDS, _NO_WORDS, _byte_set
+from .pool import StateMask
+from .walks import _Track
+
+
+class FramedMixin:
+    """The masks of states inside call frames (a part of `CompiledGrammar`)."""
+
+    def _framed_mask(self, state: int, local: int, inside: _Inside, frame: tuple, resume: int | None,
+                     outside: int, accepting: bool) -> StateMask:
+        """The mask of a state with configurations inside a call `frame`: the tokens the
+        frame's rule allows from there whatever called it (`inside`, found once per
+        frame-relative state `local`), those that go on past the rule's end and are allowed
+        where it returns to (`resume`, found here if None), the long tokens that may, what the
+        configurations `outside` every call allow, and EOS where `accepting` (the
+        configurations that finished the document have left every frame)."""
+        t = self.tables
+        base = inside.base
+        if base is None:
+            parts = [t.order[inside.positions], inside.long_kept]
+            if inside.loop is not None:
+                base = inside.base = self._loop_mask(inside.loop, parts, False)
+            else:
+                base = inside.base = self._state_mask(parts, False)
+        extra = []
+        if inside.cross.size:
+            if resume is None:
+                resume = self.automaton.state_at(frame[0], frame[1])
+            # Only the crossing tokens whose next byte `resume` has an edge on can go on there.
+            go_on = _byte_set(self.automaton.byte_spans(resume))[inside.cross_byte]
+            if go_on.any():
+                crossing, ends = self._walk(resume, inside.cross[go_on], start=inside.cross_from[go_on])
+                extra.append(t.order[self._without_doomed(crossing, ends)[0]])
+        if inside.long_cross.size:
+            extra.append(self._walk_long(state, inside.long_cross)[0])
+        if outside >= 0:
+            extra.append(self.mask(outside).allowed_ids(t.size))
+        if accepting:
+            extra.append(t.eos_ids)
+        extra = [e for e in extra if e.size]
+        if not extra:
+            return base
+        # The same rule called from places that are followed alike (every string property
+        # followed by `,"`) adds the same few tokens to it: the union is made once.
+        added = np.sort(np.concatenate(extra))
+        key = (local, added.tobytes())
+        found = self._unions.get(key)
+        if found is None:
+            if not base.inverted:
+                found = self._state_mask([base.ids, added], False)
+            else:
+                found = self._all_but(base.ids, added)
+            self._unions[key] = found
+        return found
+
+    def _inside_of(self, local: int) -> _Inside:
+        """Walk the tokens from a state seen inside its frame (see `Automaton.frame_split`),
+        noting each token that reaches the frame's end with bytes still to go."""
+        track = _Track([] if self.automaton.nfa.recursive else None)
+        loop, positions, _, long_ids = self._walk_from(local, track)
+        long_kept, long_cross = self._split_long(local, long_ids, track)
+        depths = self.automaton.depths
+        passed = np.concatenate(track.passed).tolist() if track.passed else []
+        reach = max([depths[s] for s in set(passed)], default=0)
+        if track.exits:
+            cross = np.concatenate([e[0] for e in track.exits])
+            cross_from = np.concatenate([e[1] for e in track.exits]).astype(np.int64)
+            cross_byte = self.tables.matrix[cross_from, cross]
+        else:
+            cross = cross_from = _NO_IDS
+            cross_byte = _NO_BYTES
+        if positions.size > 1 and not (positions[1:] >= positions[:-1]).all():
+            positions = np.sort(positions)
+        return _Inside(loop, positions, cross, cross_from, cross_byte, long_kept, long_cross,
+                       max(reach, depths[local]))
+
+    def _split_long(self, local: int, ids: np.ndarray, track: _Track) -> tuple[np.ndarray, np.ndarray]:
+        """The long tokens among `ids` that end inside the frame of `local` (allowed wherever
+        it was called from), and those that reach its end with bytes to go (walked from each
+        calling state)."""
+        if not ids.size:
+            return _NO_WORDS, _NO_WORDS
+        a = self.automaton
+        kept: list[int] = []
+        crossing: list[int] = []
+        passed: list[int] = []
+        for tid in ids.tolist():
+            data = self.tables.token_bytes[tid]
+            s, q = local, 0
+            while q < len(data):
+                if q and a.exits[s]:
+                    crossing.append(tid)
+                    break
+                nxt = a.step(s, data[q])
+                if nxt < 0:
+                    break
+                passed.append(nxt)
+                if nxt == s and not a.exits[s]:  # a run of bytes that loop here is read at once
+                    q = len(data) - len(data[q:].lstrip(self._looping_bytes(s)))
+                else:
+                    q += 1
+                s = nxt
+            else:
+                if not self._doomed(s):
+                    kept.append(tid)
+        if track.passed is not None:
+            track.passed.append(np.array(passed, np.int32))
+        return np.array(kept, np.int32), np.array(crossing, np.int32)
+
+
+@dataclass(slots=True)
+class _Inside:
+    """What the tokens do from one state seen inside a call frame, whoever made the call."""
+
+    loop: LoopClass | None  # the state's loop class, where most tokens loop on it
+    positions: np.ndarray  # sorted-order positions of the tokens allowed without leaving the frame
+    cross: np.ndarray  # positions of the tokens that reach the frame's end with bytes to go ...
+    cross_from: np.ndarray  # ... and the offset of the byte each goes on with
+    cross_byte: np.ndarray  # ... and that byte
+    long_kept: np.ndarray  # tokens longer than the matrix that end inside the frame
+    long_cross: np.ndarray  # ... and those that may leave it, walked from each calling state
+    reach: int  # the deepest stack, relative to the frame, of any state the walk went through
+    base: StateMask | None = None  # the mask of `positions` and `long_kept` (with the loop class)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.positions.nbytes + self.cross.nbytes + self.cross_from.nbytes + self.cross_byte.nbytes
+                   + self.long_kept.nbytes + self.long_cross.nbytes)
