@@ -45,7 +45,7 @@ class PromptLookup:
             ends = np.flatnonzero(tokens[n - 1 : length - 1] == tail[-1]) + (n - 1)
             for end in ends[::-1]:  # the latest occurrence first: the freshest context
                 if n == 1 or np.array_equal(tokens[end - n + 1 : end + 1], tail):
-                    return tokens[end + 1 : end + 1 + limit].tolist()
+                    return [int(t) for t in tokens[end + 1 : end + 1 + limit]]
         return []
 
     def __repr__(self) -> str:
@@ -60,5 +60,5 @@ def drafter_for(draft: object) -> Drafter | None:
     if draft == "prompt":
         return PromptLookup()
     if hasattr(draft, "propose"):
-        return draft  # type: ignore[return-value]
+        return draft
     raise InvalidRequest("draft", f"must be None, 'prompt' or a drafter with propose(context, limit), not {draft!r}")

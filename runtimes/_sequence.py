@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from grammar import Matcher, ReasoningSpan, Vocabulary
+from grammar import Matcher, ReasoningSpan, TokenMask, Vocabulary
 
 from ._drafting import Drafter
 from ._errors import RuntimeFailure
@@ -122,16 +122,17 @@ class Sequence:
         if len(rows) != len(drafts) + 1:
             raise RuntimeFailure(f"{self.name}: a step brought {len(rows)} logits rows for {len(drafts)} guesses")
         self.drafted += len(drafts)
+        tokens: list[int] = []
+        rejected = 0
         for i, row in enumerate(rows):
             draft = drafts[i] if i < len(drafts) else None
             token = self._next(row, draft)
             if token is None:
                 return None
-            if token != draft:
-                rejected = len(drafts) - i
+            if token != draft:  # the last row (no guess after it) always ends here
+                tokens, rejected = [token], len(drafts) - i
                 break
             self.accepted += 1
-        tokens = [token]
         if not self._forced(tokens):
             return None
         self._drafts = self._guess(tokens)
@@ -244,6 +245,8 @@ class Sequence:
         """Take `token` into the matcher, or, where the document could then not be closed within
         the budget, the best token (by `row`; the only one where `row` is None) that keeps it so."""
         matcher = self.matcher
+        if matcher is None:
+            raise RuntimeFailure(f"{self.name}: a token was settled against a grammar this sequence does not have")
         if not matcher.accept_token(token):
             raise RuntimeFailure(f"the matcher refused token {token}, which its own mask allowed")
         if matcher.is_complete() or matcher.can_complete_within(remaining - 1):
