@@ -7,7 +7,7 @@ these change with the engine). Everything else outside `grammar` uses its public
 - `token_tables`: a vocabulary's token tables, built once per vocabulary and cached.
 """
 
-from ._automaton import Automaton
+from ._automaton.pushdown import Automaton
 from ._jsonschema.refs import LEGACY, Document, Place
 from ._tokens import token_tables
 

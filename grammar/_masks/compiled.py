@@ -13,7 +13,8 @@ import weakref
 import numpy as np
 
 from .._analysis import productive_rules, pruned
-from .._automaton import DEAD, MAX_STACK_DEPTH, Automaton, Stack
+from .._automaton.pushdown import Automaton
+from .._automaton.states import DEAD, MAX_STACK_DEPTH, Stack
 from .._errors import CompileError
 from .._grammar import Grammar
 from .._ir import Rules

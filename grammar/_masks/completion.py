@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._automaton import MAX_STACK_DEPTH, stack_depth
+from .._automaton.states import MAX_STACK_DEPTH, stack_depth
 from .._errors import MatcherError
 
 if TYPE_CHECKING:

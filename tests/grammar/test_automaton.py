@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from test_recognize import Stuck, generate, nodes, rule_sets, spans_oracle, texts, to_regex
 
 import grammar
-from grammar import _automaton
-from grammar._automaton import Automaton
+from grammar._automaton import nfa as _nfa
+from grammar._automaton.pushdown import Automaton
+from grammar._automaton.states import stack_depth
 from grammar._errors import CompileError, LimitError
 from grammar._ir import Rules, chars, lit, ref, repeat, seq, star
 
@@ -61,12 +62,12 @@ def automaton_of(rules: Rules) -> Automaton:
 def repeats_called():
     """Every repeat of an item of three states or more made as calls of one body, as only
     long ones are (`_NFA._body_of`), so the small random grammars here test that form too."""
-    saved = _automaton._SPELLED_REPEAT, _automaton._SPELLED_COPIES
-    _automaton._SPELLED_REPEAT = _automaton._SPELLED_COPIES = 0
+    saved = _nfa._SPELLED_REPEAT, _nfa._SPELLED_COPIES
+    _nfa._SPELLED_REPEAT = _nfa._SPELLED_COPIES = 0
     try:
         yield
     finally:
-        _automaton._SPELLED_REPEAT, _automaton._SPELLED_COPIES = saved
+        _nfa._SPELLED_REPEAT, _nfa._SPELLED_COPIES = saved
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -158,7 +159,7 @@ def test_a_tail_call_pushes_no_frame_so_right_recursion_has_no_depth_bound():
     assert walks_to_accept(automaton, "a" + ",a" * 200)
     assert not walks_to_accept(automaton, "a" + ",a" * 200 + ",")
     s = automaton.walk(automaton.start, b"a" + b",a" * 200)
-    assert max(_automaton.stack_depth(stack) for _, stack in automaton.configs[s]) <= 1
+    assert max(stack_depth(stack) for _, stack in automaton.configs[s]) <= 1
 
 
 def test_a_grammar_too_large_to_build_is_refused_without_building_it_whole():

@@ -16,7 +16,7 @@ import pytest
 
 from bench.coverage import canonical, jsonl, oracle, oracle_valid, suite_entries
 from grammar import CompileError, LimitError, Matcher, compile, from_json_schema
-from grammar._automaton import Automaton
+from grammar._automaton.pushdown import Automaton
 from ir_sampling import sentence
 from test_automaton import walks_to_accept
 from test_matcher import _random_walk

@@ -499,7 +499,7 @@ def test_a_long_chain_of_optional_properties_stays_shallow_and_steerable():
     """Each optional property's "rest of the object" is a tail call: 100 of them neither
     deepen the stack past its bound (where frame-relative masks stop and the single-byte
     completion bound is lost) nor make steering search blindly."""
-    from grammar._automaton import stack_depth
+    from grammar._automaton.states import stack_depth
     from grammar._masks.completion import UNKNOWN
 
     props = {f"p{i}": {"type": "string"} for i in range(100)}

@@ -1,0 +1,393 @@
+"""The grammar IR as one Thompson-style NFA over bytes, with call edges where a rule recurses,
+is shared, or is the item of a long counted repeat (one call per count)."""
+
+from __future__ import annotations
+
+from .._analysis import nullable, nullable_rules
+from .._errors import CompileError, LimitError
+from .._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq
+from .graph import _recursive_rules, _shared_rules, check_left_recursion
+from .utf8 import utf8_ranges
+
+MAX_NFA_STATES = 400_000
+_SIZE_CHECK = 20_000  # NFA states after which a lower bound on the total is worked out once
+_SPELLED_REPEAT = 4_096  # states past which a counted repeat calls its item instead of copying it
+_SPELLED_COPIES = 64  # ... or copies past which it does (the counts far from its bounds share masks)
+# ... or, for an item that reads one character (a small finite language, as a string's character
+# is), copies past which it does: each count's mask then comes from one profile of the tokens
+# (see `_masks`), not a walk of the vocabulary per count.
+_CHARACTER_COPIES = 8
+_CHARACTER_NODES = 64  # nodes past which an item is not taken for one character
+# Node levels that rules inlined within one another may nest to in all, past which the next
+# rule is called instead: emitting and sizing a fragment recurse per level, and a chain of rules
+# each used once (the rest of an object of hundreds of optional members, each "rest" holding the
+# next; a long string automaton's states) nests as deep as it is long. Calling a rule that does
+# not recurse keeps the language.
+_INLINE_DEPTH = 160
+
+
+class _NFA:
+    """Thompson-style NFA over bytes with call edges for recursive rules."""
+
+    def __init__(self, rules: Rules, graph: dict[str, list[str]]):
+        self.rules = rules
+        # Each state's edges are tuples, extended as they are added: tuples of numbers drop out
+        # of the cycle collector's view, where hundreds of lists per grammar would stay in it.
+        self.byte_edges: list[tuple[tuple[int, int, int], ...]] = []
+        self.eps: list[tuple[int, ...]] = []
+        self.calls: list[tuple[tuple[int, int], ...]] = []  # (callee start state, return state)
+        self.rule_end: list[bool] = []
+        self.recursive = _recursive_rules(graph)
+        check_left_recursion(rules, graph, self.recursive)
+        self.shared = _shared_rules(rules, graph, self.recursive)
+        self.starts: dict[str, int] = {}
+        self.pending: list[tuple[Node, int, tuple[str, ...]]] = []  # (rule or body, its start, inlining)
+        self.bodies: dict[Node, int] = {}  # items of long counted repeats, emitted once and called
+        # Return state of a call of a body -> (repeat, copies made on return, min, max): what
+        # lets states that differ only in counts far from both bounds share a mask.
+        self.counted: dict[int, tuple[int, int, int, int | None]] = {}
+        # Repeat number -> (its body's start, the state its copies end in): where a count's
+        # state goes on once the repeat is done (see `CompiledGrammar._counted_mask`).
+        self.count_sites: dict[int, tuple[int, int]] = {}
+        self._sites = 0
+        self._nullable: set[str] | None = None
+        self._depths: dict[str, int] = {}  # see `_depth_of`
+        # The return state of a frame whose caller is unknown: a state seen only from inside a
+        # rule (see `Automaton.frame_split`) pops to it where the rule ends.
+        self.exit = self.new()
+        self.root_start = self.new()
+        try:
+            self.root_end = self._emit(rules.rules[rules.root], self.root_start, (rules.root,))
+            while self.pending:
+                node, start, inlining = self.pending.pop()
+                self.rule_end[self._emit(node, start, inlining)] = True
+        except RecursionError:  # a single rule nested deeper than Python's stack goes
+            raise LimitError("grammar nests too deeply to build its automaton", keyword="depth") from None
+        # A shared rule or a repeated body does not recurse, so its calls nest no deeper than
+        # the rules do: they go past the stack-depth bound, which would otherwise change the
+        # language.
+        self.shared_starts = {self.starts[name] for name in self.shared if name in self.starts}
+        self.shared_starts.update(self.bodies.values())
+        # The byte each state reads where it is a *link* of a literal (one single-byte edge,
+        # nothing else: a configuration there has one successor, a configuration again), else -1.
+        self.link_bytes = [
+            edges[0][0] if len(edges) == 1 and edges[0][0] == edges[0][1] and not eps and not calls and not end
+            else -1
+            for edges, eps, calls, end in zip(self.byte_edges, self.eps, self.calls, self.rule_end)
+        ]
+        self.link_bytes[self.root_end] = -1
+
+    def _fewest_states(self) -> int:
+        """A lower bound on the states `_emit` makes: the root and each rule it reaches a call
+        of emitted once, inlined rules again at each use (a class counted as one state; stops
+        counting past the limit)."""
+        rules = self.rules.rules
+        called = self.recursive | self.shared
+        sizes: dict[int, int] = {}  # by node identity: shared subtrees are counted once per use
+        todo = [self.rules.root]
+        seen = set(todo)
+        total = 0
+        while todo and total <= MAX_NFA_STATES:
+            calls: list[str] = []
+            name = todo.pop()
+            total += self._fewest(rules[name], rules, called, sizes, calls, self._depth_of(name))
+            for name in calls:
+                if name not in seen:
+                    seen.add(name)
+                    todo.append(name)
+        return total
+
+    def _fewest(self, node: Node, rules: dict[str, Node], called: set[str], sizes: dict[int, int],
+                calls: list[str], chain: int) -> int:
+        """The fewest states `node` makes, inside inlined rules `chain` node levels deep in all
+        (see `_inlines`); the called rules it meets go into `calls`."""
+        kind = type(node)
+        if kind is Lit:
+            return len(node.text)
+        if kind is Chars:
+            return 1
+        found = sizes.get(id(node))
+        if found is not None:
+            return found
+        if kind is Seq or kind is Alt:
+            n = kind is Alt  # an alternation's end state
+            for item in node.items:
+                n += self._fewest(item, rules, called, sizes, calls, chain)
+                if n > MAX_NFA_STATES:
+                    break
+        elif kind is Repeat:  # `min` copies and a loop, or `max` copies, and one more state
+            n = 1 if node.max == 0 else _repeat_states(
+                self._fewest(node.item, rules, called, sizes, calls, chain), node
+            )
+        elif node.name not in rules:
+            n = 1
+        elif node.name in called or not self._inlines(chain, node.name):
+            n = 1
+            calls.append(node.name)
+        else:  # inlined where it is used (it does not recurse)
+            n = self._fewest(rules[node.name], rules, called, sizes, calls, chain + self._depth_of(node.name))
+        n = min(n, MAX_NFA_STATES + 1)
+        sizes[id(node)] = n
+        return n
+
+    def _check_size(self) -> None:
+        """Past `_SIZE_CHECK` states, refuse a grammar whose states certainly exceed the limit
+        before spending the time to find out state by state (small grammars never pay)."""
+        if self._fewest_states() > MAX_NFA_STATES:
+            raise _too_large()
+
+    def new(self) -> int:
+        if len(self.eps) >= MAX_NFA_STATES:
+            raise _too_large()
+        if len(self.eps) == _SIZE_CHECK:
+            self._check_size()
+        self.byte_edges.append(())
+        self.eps.append(())
+        self.calls.append(())
+        self.rule_end.append(False)
+        return len(self.eps) - 1
+
+    def _room_for(self, n: int) -> int:
+        """The number the first of `n` states about to be made gets, once they are allowed."""
+        first = len(self.eps)
+        if first + n > MAX_NFA_STATES:
+            raise _too_large()
+        if first <= _SIZE_CHECK < first + n:
+            self._check_size()
+        return first
+
+    def new_chain(self, s: int, data: bytes) -> int:
+        """Fresh states reading `data` one byte each from state `s`; returns the last."""
+        n = len(data)
+        first = self._room_for(n)
+        self.byte_edges[s] += ((data[0], data[0], first),)
+        self.byte_edges += [((b, b, first + i),) for i, b in enumerate(data[1:], 1)]
+        self.byte_edges.append(())
+        self.eps += [()] * n
+        self.calls += [()] * n
+        self.rule_end += [False] * n
+        return first + n - 1
+
+    def _start_of(self, name: str) -> int:
+        if name not in self.starts:
+            self.starts[name] = self.new()
+            self.pending.append((self.rules.rules[name], self.starts[name], (name,)))
+        return self.starts[name]
+
+    def _body_of(self, node: Repeat, inlining: tuple[str, ...]) -> int | None:
+        """The start of `node`'s item emitted once as a called body, where spelling out one
+        copy per count would make too many states (`maxLength: 5000` over a string's
+        characters, `maxItems` over objects with bounded strings: nested, they multiply) or
+        many counts (a call's return state tells a count's masks apart only near the bounds:
+        see `counted`); None where the copies spelled out stay few."""
+        copies = node.max if node.max is not None else node.min
+        if copies < 2:
+            return None
+        called = self.recursive | self.shared
+        size = self._fewest(node.item, self.rules.rules, called, {}, [], self._chain_depth(inlining))
+        if not _calls_item(size, copies, node.item):
+            return None
+        start = self.bodies.get(node.item)
+        if start is None:
+            start = self.bodies[node.item] = self.new()
+            self.pending.append((node.item, start, inlining))
+        return start
+
+    def _count_site(self, node: Repeat) -> int | None:
+        """A number for this repeat, where each copy reads at least a byte (so a token can
+        complete no more copies than it has bytes; see `counted`), else None."""
+        if self._nullable is None:
+            self._nullable = nullable_rules(self.rules.rules)
+        if nullable(node.item, self._nullable):
+            return None
+        self._sites += 1
+        return self._sites
+
+    def _copy(self, node: Repeat, body: int | None, site: int | None, done: int, s: int,
+              inlining: tuple[str, ...]) -> int:
+        """The copy of `node`'s item that makes `done` copies, from state `s`: spelled out, or
+        a call of its `body` whose return state notes the count."""
+        if body is None:
+            return self._emit(node.item, s, inlining)
+        ret = self.new()
+        self.calls[s] += ((body, ret),)
+        if site is not None:
+            self.counted[ret] = (site, done, node.min, node.max)
+        return ret
+
+    def _called_counts(self, node: Repeat, body: int, site: int | None, s: int) -> int:
+        """A bounded repeat whose item is called, from state `s`: the return state of each
+        count and the end made at once (the `_copy` calls of a loop over the counts, in bulk:
+        a 100-character string inside each of 20 spelled-out array items makes 2,000)."""
+        lo, hi = node.min, node.max
+        assert hi is not None and hi >= 1
+        first = self._room_for(hi + 1)
+        end = first + hi  # after the return states of counts 1..hi
+        leave = (end,)
+        self.calls[s] += ((body, first),)
+        self.calls += [((body, r + 1),) for r in range(first, end - 1)]
+        self.calls += [(), ()]
+        if lo == 0:
+            self.eps[s] += leave
+        self.eps += [leave if done >= lo else () for done in range(1, hi + 1)]
+        self.eps.append(())
+        self.byte_edges += [()] * (hi + 1)
+        self.rule_end += [False] * (hi + 1)
+        if site is not None:
+            self.counted.update((first + done - 1, (site, done, lo, hi)) for done in range(1, hi + 1))
+            self.count_sites[site] = (body, end)
+        return end
+
+    def _emit(self, node: Node, s: int, inlining: tuple[str, ...]) -> int:
+        """Add `node`'s fragment starting at state `s`; return its end state."""
+        if isinstance(node, Lit):
+            # Most states are these: made at once.
+            return self.new_chain(s, node.text.encode("utf-8", "surrogatepass"))
+        if isinstance(node, Chars):
+            end = self.new()
+            self._emit_chars(node, s, end)
+            return end
+        if isinstance(node, Seq):
+            for item in node.items:
+                s = self._emit(item, s, inlining)
+            return s
+        if isinstance(node, Alt):
+            # Every branch starts at `s` itself: no fragment leads back to the state it starts
+            # at (a loop gets a fresh state of its own), so no branch can run into another, and
+            # `s` holds the first bytes of all of them (one configuration, not one per branch).
+            end = self.new()
+            for item in node.items:
+                self.eps[self._emit(item, s, inlining)] += (end,)
+            return end
+        if isinstance(node, Repeat):
+            body = self._body_of(node, inlining)
+            site = self._count_site(node) if body is not None else None
+            if body is not None and node.max is not None:
+                return self._called_counts(node, body, site, s)
+            for done in range(1, node.min + 1):
+                s = self._copy(node, body, site, done, s, inlining)
+            if node.max is None:
+                loop = self.new()
+                self.eps[s] += (loop,)
+                body_end = self._copy(node, body, site, node.min + 1, loop, inlining)
+                self.eps[body_end] += (loop,)
+                if site is None:
+                    return loop
+                end = self.new()  # the loop's way out alone, without its next copy
+                self.eps[loop] += (end,)
+                self.count_sites[site] = (body, end)
+                return end
+            end = self.new()
+            for done in range(node.min + 1, node.max + 1):
+                self.eps[s] += (end,)
+                s = self._copy(node, body, site, done, s, inlining)
+            self.eps[s] += (end,)
+            if site is not None:
+                self.count_sites[site] = (body, end)
+            return end
+        if isinstance(node, Ref):
+            if node.name not in self.rules.rules:
+                raise CompileError(f"rule {node.name!r} is not defined", keyword="ref")
+            if node.name not in self.recursive and not self._inlines(self._chain_depth(inlining), node.name):
+                self.shared.add(node.name)
+            if node.name in self.recursive or node.name in self.shared:
+                ret = self.new()
+                callee = self._start_of(node.name)
+                self.calls[s] += ((callee, ret),)
+                return ret
+            if node.name in inlining:  # cannot happen for non-recursive rules
+                raise CompileError(f"rule {node.name!r} refers to itself", keyword="ref")
+            return self._emit(self.rules.rules[node.name], s, inlining + (node.name,))
+        raise TypeError(f"not a grammar node: {node!r}")
+
+    def _depth_of(self, name: str) -> int:
+        """How many node levels rule `name`'s body nests (found once per rule)."""
+        found = self._depths.get(name)
+        if found is None:
+            found = self._depths[name] = node_depth(self.rules.rules[name]) if name in self.rules.rules else 1
+        return found
+
+    def _chain_depth(self, inlining: tuple[str, ...]) -> int:
+        return sum(self._depth_of(name) for name in inlining)
+
+    def _inlines(self, chain: int, name: str) -> bool:
+        """Whether rule `name` (not recursive) is inlined inside rules `chain` levels deep."""
+        return chain + self._depth_of(name) <= _INLINE_DEPTH
+
+    def _emit_chars(self, node: Chars, s: int, end: int) -> None:
+        # A small trie over the byte-range sequences shares common prefixes.
+        trie: dict[tuple[int, int], dict] = {}
+        for lo, hi in node.ranges:
+            for ranges in utf8_ranges(lo, hi):
+                level = trie
+                for r in ranges:
+                    level = level.setdefault(r, {})
+        self._emit_trie(trie, s, end)
+
+    def _emit_trie(self, trie: dict, s: int, end: int) -> None:
+        for (lo, hi), sub in trie.items():
+            if not sub:
+                self.byte_edges[s] += ((lo, hi, end),)
+            else:
+                t = self.new()
+                self.byte_edges[s] += ((lo, hi, t),)
+                self._emit_trie(sub, t, end)
+
+
+def node_depth(node: Node) -> int:
+    """Levels of nesting in `node` (references not followed; a leaf is 1), each shared subtree
+    measured once; iterative, as a node may nest deeper than Python recurses."""
+    depths: dict[int, int] = {}
+    todo: list[tuple[Node, bool]] = [(node, False)]
+    while todo:
+        n, children_done = todo.pop()
+        if id(n) in depths:
+            continue
+        kind = type(n)
+        children = n.items if kind is Seq or kind is Alt else (n.item,) if kind is Repeat else ()
+        if children and not children_done:
+            todo.append((n, True))
+            todo.extend((c, False) for c in children if id(c) not in depths)
+            continue
+        depths[id(n)] = 1 + max((depths[id(c)] for c in children), default=0)
+    return depths[id(node)]
+
+
+def _calls_item(item_states: int, copies: int, item: Node) -> bool:
+    """Whether a repeat of `copies` copies of `item`, of `item_states` states, calls the item
+    (see `_NFA._body_of`) rather than spelling each copy out."""
+    if item_states <= 2:
+        return False
+    if item_states * copies > _SPELLED_REPEAT or copies > _SPELLED_COPIES:
+        return True
+    return copies > _CHARACTER_COPIES and is_character(item)
+
+
+def is_character(node: Node) -> bool:
+    """Whether `node` is a small language of bounded length, without repeats or references
+    (a string's character, with its escapes): a repeat of it counts characters."""
+    todo = [node]
+    seen = 0
+    while todo:
+        n = todo.pop()
+        seen += 1
+        kind = type(n)
+        if seen > _CHARACTER_NODES or kind is Repeat or kind is Ref:
+            return False
+        if kind is Seq or kind is Alt:
+            todo.extend(n.items)
+    return True
+
+
+def _repeat_states(item_states: int, node: Repeat) -> int:
+    """The fewest states a repeat of an item of `item_states` states makes: each copy spelled
+    out, or one return state per copy past the body made once. (Counting the loop's copy too,
+    it calls wherever `_body_of` does, so the count stays a lower bound.)"""
+    copies = node.max if node.max is not None else node.min + 1
+    if _calls_item(item_states, copies, node.item):
+        return copies + 1
+    return item_states * copies + 1
+
+
+def _too_large() -> LimitError:
+    return LimitError(f"grammar too large: more than {MAX_NFA_STATES} automaton states", keyword="size")

@@ -1,0 +1,18 @@
+"""The numbers and bounds every part of the automaton shares: the dead and not-yet-found
+successors, the size and depth bounds, and a configuration's return stack."""
+
+from __future__ import annotations
+
+DEAD = -1
+UNBUILT = -2
+
+MAX_DFA_STATES = 200_000
+MAX_STACK_DEPTH = 64
+MAX_CLOSURE = 20_000
+
+Stack = tuple  # (return state, parent stack, depth) or () for the empty stack
+
+
+def stack_depth(stack: Stack) -> int:
+    """How many return states `stack` holds."""
+    return stack[2] if stack else 0
