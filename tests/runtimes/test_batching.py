@@ -178,7 +178,9 @@ async def test_closing_waits_for_running_calls_then_refuses_new_ones():
     runtime = RandomRuntime(seed=8, max_batch=2, step_delay=0.001)
     running = [asyncio.create_task(runtime.generate(PREFIX + f"c{i}", grammar=RECORD, max_tokens=40, seed=i))
                for i in range(2)]
-    while runtime.forward_calls < 2:
+    for _ in range(10_000):  # until one model step serves both: both calls are running
+        if runtime.batch_sizes and max(runtime.batch_sizes) >= 2:
+            break
         await asyncio.sleep(0.001)
     await runtime.aclose()
     assert all(g.finish_reason == "grammar_complete" for g in await asyncio.gather(*running))
