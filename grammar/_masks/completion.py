@@ -15,6 +15,11 @@ Two bounds, cached per state:
 
 A decoder that only takes tokens after which `upper` still fits in the budget left ends with a
 whole document whenever the first state's bound fitted: some token always keeps it fitting.
+
+What a search proves about the states on its path is kept per matcher (`Known`), never shared
+across matchers: the search from a state is a function of that state alone (and cached as one),
+but which states a matcher asked about depends on its document, so bounds pooled across
+matchers would make one document's steering depend on what others were written before it.
 """
 
 from __future__ import annotations
@@ -55,6 +60,19 @@ def completion_of(compiled: CompiledGrammar) -> Completion:
     return found
 
 
+class Known:
+    """What one matcher's searches proved: exact distances along the shortest paths they found
+    (`lower`, `found`), and lower bounds for the states a search that ran out of states went
+    through (`beyond`). Kept per matcher (see the module docstring)."""
+
+    __slots__ = ("lower", "found", "beyond")
+
+    def __init__(self) -> None:
+        self.lower: dict[int, tuple[int, bool]] = {}
+        self.found: dict[int, int] = {}
+        self.beyond: dict[int, int] = {}
+
+
 class Completion:
     """Distances to completion for one compiled grammar (thread-safe under its lock)."""
 
@@ -62,29 +80,49 @@ class Completion:
         # A proxy: kept for as long as the compiled grammar lives, and a strong reference back
         # would keep the grammar (and every state) alive for good.
         self.compiled = weakref.proxy(compiled)
-        self._lower: dict[int, tuple[int, bool]] = {}
-        self._found: dict[int, int] = {}  # upper bounds the searches proved
+        # Each state's own search: (depth, exact, the states it proved distances for, each with
+        # its distance: a shortest path when exact, else the states it went through with the
+        # lower bound each got).
+        self._searches: dict[int, tuple[int, bool, tuple[tuple[int, int], ...]]] = {}
         self._spelled: dict[int, int] = {}  # upper bounds from single-byte spellings
         self._frames: tuple[list[int], list[int]] | None = None
-        # Lower bounds a search that ran out of states proved for every state it went through
-        # (see `shortest_tokens` and `within`).
-        self._beyond: dict[int, int] = {}
 
     # -- bounds -------------------------------------------------------------------------------
 
-    def lower(self, state: int) -> tuple[int, bool]:
-        """Fewest tokens from `state` to a complete document, and whether the count is exact."""
-        found = self._lower.get(state)
+    def lower(self, state: int, known: Known) -> tuple[int, bool]:
+        """Fewest tokens from `state` to a complete document, and whether the count is exact;
+        what the search proves goes into `known`."""
+        found = known.lower.get(state)
         if found is not None:
             return found
+        depth, exact, proved = self._search(state)
+        if exact:
+            for u, steps in proved:
+                known.lower[u] = (steps, True)
+                known.found[u] = min(known.found.get(u, UNKNOWN), steps)
+        else:
+            known.lower[state] = (depth, False)
+            beyond = known.beyond
+            for u, bound in proved:
+                if beyond.get(u, 0) < bound:
+                    beyond[u] = bound
+        return depth, exact
+
+    def _search(self, state: int) -> tuple[int, bool, tuple[tuple[int, int], ...]]:
+        """Breadth-first search for the shortest completion from `state` (see `lower`)."""
+        done = self._searches.get(state)
+        if done is not None:
+            return done
         a = self.compiled.automaton
         if a.accepting[state]:
-            return 0, True
+            done = (0, True, ((state, 0),))
+            self._searches[state] = done
+            return done
         parent = {state: -1}
         reached = {state: 0}  # each state's distance from `state`
         level = [state]
         depth = 0
-        while level:
+        while level and done is None:
             depth += 1
             following = []
             for s in level:
@@ -94,64 +132,63 @@ class Completion:
                     parent[v] = s
                     reached[v] = depth
                     if a.accepting[v]:
-                        self._record_path(v, parent)
-                        return depth, True
+                        # Each state on a shortest path is exactly as far from the end as its
+                        # place on it.
+                        path, u = [], v
+                        while u >= 0:
+                            path.append((u, len(path)))
+                            u = parent[u]
+                        done = (depth, True, tuple(path))
+                        break
                     following.append(v)
                     if len(parent) > MAX_COMPLETION_SEARCH:
                         # No state closer than `depth` completes: one `k` tokens in is at least
                         # `depth - k` from completion.
-                        self._lower[state] = (depth, False)
-                        beyond = self._beyond
-                        for u, k in reached.items():
-                            if beyond.get(u, 0) < depth - k:
-                                beyond[u] = depth - k
-                        return depth, False
+                        done = (depth, False, tuple((u, depth - k) for u, k in reached.items()))
+                        break
+                if done is not None:
+                    break
             level = following
-        raise MatcherError(f"no completion is reachable from {a.describe(state)}")
+        if done is None:
+            raise MatcherError(f"no completion is reachable from {a.describe(state)}")
+        self._searches[state] = done
+        return done
 
-    def _record_path(self, end: int, parent: dict[int, int]) -> None:
-        # Each state on a shortest path is exactly as far from the end as its place on it.
-        steps, u = 0, end
-        while u >= 0:
-            self._lower[u] = (steps, True)
-            self._found[u] = min(self._found.get(u, UNKNOWN), steps)
-            u = parent[u]
-            steps += 1
-
-    def upper(self, state: int) -> int:
-        """Tokens that certainly suffice to complete from `state` (`UNKNOWN` if no bound is known)."""
+    def upper(self, state: int, known: Known | None = None) -> int:
+        """Tokens that certainly suffice to complete from `state` (`UNKNOWN` if no bound is
+        known): the single-byte spelling's count, or a shorter one `known` holds."""
         if self.compiled.automaton.accepting[state]:
             return 0
         spelled = self._spelled.get(state)
         if spelled is None:
             spelled = self._spelled[state] = self._spelling_length(state)
-        return min(spelled, self._found.get(state, UNKNOWN))
+        return spelled if known is None else min(spelled, known.found.get(state, UNKNOWN))
 
-    def within(self, state: int, n: int) -> bool:
+    def within(self, state: int, n: int, known: Known) -> bool:
         """Whether a completion of at most `n` tokens is certain (False: not proved)."""
-        if self.upper(state) <= n:
+        if self.upper(state, known) <= n:
             return True
-        if self._beyond.get(state, 0) > n:
+        if known.beyond.get(state, 0) > n:
             return False  # a search that ran out of states went through it: too far, no new one
-        low, exact = self.lower(state)
+        low, exact = self.lower(state, known)
         return exact and low <= n
 
     # -- tokens -------------------------------------------------------------------------------
 
-    def tokens_within(self, state: int, n: int) -> np.ndarray:
+    def tokens_within(self, state: int, n: int, known: Known) -> np.ndarray:
         """Allowed token ids after which a completion in `n - 1` more tokens is certain, EOS
         where the document is already whole; the shortest completion's tokens if none is."""
         c = self.compiled
         ids, ends = c.token_ends(state)
-        fits = [v for v in np.unique(ends).tolist() if self.upper(v) <= n - 1]
+        fits = [v for v in np.unique(ends).tolist() if self.upper(v, known) <= n - 1]
         if not fits:
-            return self.shortest_tokens(state)
+            return self.shortest_tokens(state, known)
         chosen = ids[np.isin(ends, fits)]
         if c.automaton.accepting[state]:
             chosen = np.concatenate([chosen, c.tables.eos_ids])
         return np.unique(chosen).astype(np.int32)
 
-    def shortest_tokens(self, state: int) -> np.ndarray:
+    def shortest_tokens(self, state: int, known: Known) -> np.ndarray:
         """Allowed token ids that begin a shortest completion from `state` (EOS if complete).
 
         Where the search cannot find the shortest (a long bounded string numbers a state per
@@ -165,16 +202,16 @@ class Completion:
         candidates = np.unique(ends).tolist()
         if not candidates:
             raise MatcherError(f"no token is allowed in {c.automaton.describe(state)}")
-        if state not in self._beyond:
+        if state not in known.beyond:
             # A search that finds a shortest path records it in `upper`. Inside the states a
             # search that ran out went through, another would cover less and run out too:
             # steering there ranks tokens by the certain bounds alone, searching again once
             # past them (so a document thousands of tokens from whole costs a search every
             # few dozen tokens, not at every one).
-            self.lower(state)
-        dist = {v: self.upper(v) for v in candidates}
+            self.lower(state, known)
+        dist = {v: self.upper(v, known) for v in candidates}
         if min(dist.values()) >= UNKNOWN:  # nothing certain: the nearest lower bound
-            dist = {v: self.lower(v)[0] for v in candidates}
+            dist = {v: self.lower(v, known)[0] for v in candidates}
         nearest = min(dist.values())
         best = [v for v in candidates if dist[v] == nearest]
         return np.unique(ids[np.isin(ends, best)]).astype(np.int32)

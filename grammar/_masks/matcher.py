@@ -9,7 +9,7 @@ import numpy as np
 from .._bitmask import bitmask_row
 from .._errors import MatcherError
 from .compiled import CompiledGrammar
-from .completion import completion_of
+from .completion import Known, completion_of
 from .pool import StateMask
 
 _TERMINATED = -3
@@ -93,6 +93,7 @@ class Matcher:
         self.compiled = compiled
         self.stop_when_complete = stop_when_complete
         self._history: list[int] = [compiled.start]
+        self._known = Known()  # what this matcher's completion searches proved
         self._eos = set(compiled.tables.eos_ids.tolist())
         self._masks = compiled._masks
         self._vocab_size = compiled.vocab_size
@@ -156,13 +157,16 @@ class Matcher:
 
     def reset(self) -> None:
         self._history = [self.compiled.start]
+        self._known = Known()
 
     def fork(self) -> "Matcher":
-        """An independent copy at the same position."""
+        """An independent copy at the same position (what completion searches proved is shared
+        with it: true for both, and found by this document's own steps)."""
         twin = Matcher.__new__(Matcher)
         twin.compiled = self.compiled
         twin.stop_when_complete = self.stop_when_complete
         twin._history = list(self._history)
+        twin._known = self._known  # proved distances hold for both; one document's ops decide them
         twin._eos = self._eos
         twin._masks = self._masks
         twin._vocab_size = self._vocab_size
@@ -210,7 +214,7 @@ class Matcher:
         if s == _TERMINATED:
             return 0
         with self.compiled._lock:
-            return completion_of(self.compiled).lower(s)[0]
+            return completion_of(self.compiled).lower(s, self._known)[0]
 
     def can_complete_within(self, n: int) -> bool:
         """Whether the document can certainly be completed in at most `n` more tokens.
@@ -222,7 +226,7 @@ class Matcher:
         if s == _TERMINATED:
             return n >= 0
         with self.compiled._lock:
-            return completion_of(self.compiled).within(s, n)
+            return completion_of(self.compiled).within(s, n, self._known)
 
     def completion_token_ids(self, within: int | None = None) -> np.ndarray:
         """Allowed tokens that lead towards completing the document.
@@ -240,8 +244,8 @@ class Matcher:
             return self.compiled.tables.eos_ids
         with self.compiled._lock:
             if within is None:
-                return completion_of(self.compiled).shortest_tokens(s)
-            return completion_of(self.compiled).tokens_within(s, within)
+                return completion_of(self.compiled).shortest_tokens(s, self._known)
+            return completion_of(self.compiled).tokens_within(s, within, self._known)
 
     def shortest_completion_token(self, logits: np.ndarray | None = None) -> int:
         """A token of `completion_token_ids()`: on a shortest path to completion where one is
