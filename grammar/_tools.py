@@ -2,9 +2,10 @@
 
 A call is `{"name":<one tool name>,"arguments":<that tool's arguments>}`, so a call naming one
 tool can never borrow another tool's arguments. The envelope is how a call is written around
-that object: `"json"` bare, `"hermes"` in `<tool_call>` tags as Qwen/Hermes chat templates
-teach, `"fenced"` in a ```json block as tool models often write anyway (a fence may also hold
-a JSON list of the turn's calls, as some models write several). A tuple of envelopes lets the
+that object: `"json"` bare (or all of the turn's calls as one bare JSON list), `"hermes"` in
+`<tool_call>` tags as Qwen/Hermes chat templates teach, `"fenced"` in a ```json block as tool
+models often write anyway (a fence may also hold a JSON list of the turn's calls, as models
+asked for several write them). A tuple of envelopes lets the
 model open each call in whichever of them it chooses. Several calls follow one another,
 separated by a newline. `whitespace` allows up to that many blanks between the JSON
 tokens of the call (so a model may pretty-print it as it would unconstrained). `preamble`
@@ -184,11 +185,13 @@ def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whit
     if chosen == ("python",):
         listed = seq(call, repeat(seq(PYTHON_COMMA, call), 0, _more_calls(max_calls)))
         return alt(seq(lit("["), listed, lit("]")), listed)
-    calls = seq(_one_call(call, chosen), _later_calls(call, chosen, max_calls))
-    if "fenced" not in chosen:
-        return calls
-    before, after = _WRAP["fenced"]
-    return alt(calls, seq(lit(before), _call_list(call, max_calls, whitespace), lit(after)))
+    forms = [seq(_one_call(call, chosen), _later_calls(call, chosen, max_calls))]
+    if "json" in chosen:
+        forms.append(_call_list(call, max_calls, whitespace))
+    if "fenced" in chosen:
+        before, after = _WRAP["fenced"]
+        forms.append(seq(lit(before), _call_list(call, max_calls, whitespace), lit(after)))
+    return alt(*forms) if len(forms) > 1 else forms[0]
 
 
 def _delimited(chosen: tuple[Envelope, ...]) -> tuple[Envelope, ...]:
@@ -239,8 +242,9 @@ def _preamble_rules(
         branches = [seq(lit(c), after(prefix, c)) for c in alphabet]
         branches.append(seq(others, ref(names[""])))
         rules[name] = opt(alt(*branches)) if may_end else alt(*branches)
-    first_others = negate([(ord(c), ord(c)) for c in sorted(set(alphabet) | set(_BLANKS) | {"{"})])
-    firsts = [seq(lit(c), after("", c)) for c in alphabet if c not in _BLANKS and c != "{"]
+    bare = {"{", "["} if "json" in chosen else {"{"}  # a bare call (or list of them) opens calls, not text
+    first_others = negate([(ord(c), ord(c)) for c in sorted(set(alphabet) | set(_BLANKS) | bare)])
+    firsts = [seq(lit(c), after("", c)) for c in alphabet if c not in _BLANKS and c not in bare]
     rules["preamble"] = seq(star(char_set(_BLANKS)), alt(seq(first_others, ref(names[""])), *firsts))
     return rules
 
@@ -376,9 +380,12 @@ def tool_calls_or_text(
 
 
 def _openings(chosen: tuple[Envelope, ...], names: Sequence[str] = ()) -> list[str]:
-    # A bare JSON object is never free text, whatever the envelopes (the call's own opening);
-    # nor, for python calls, a tool's name and its parenthesis (a call without the brackets).
+    # A bare JSON object is never free text, whatever the envelopes (the call's own opening),
+    # nor a bare list where calls may be one; nor, for python calls, a tool's name and its
+    # parenthesis (a call without the brackets).
     bare_calls = {name + "(" for name in names} if chosen == ("python",) else set()
+    if "json" in chosen:
+        bare_calls.add("[")
     return sorted({"{"} | {_OPENING[e] for e in chosen} | bare_calls)
 
 
@@ -413,7 +420,8 @@ def parse_tool_calls(
         if end != len(stripped):
             raise ValueError(f"unexpected text after the calls at offset {end}")
         return calls
-    if not any(stripped.startswith(_OPENING[e]) for e in chosen):
+    if not any(stripped.startswith(_OPENING[e]) for e in chosen) and not (
+            "json" in chosen and stripped.startswith("[")):
         if not preamble:
             return None
         found = [i for i in (stripped.find(_OPENING[e]) for e in _delimited(chosen)) if i >= 0]
@@ -427,14 +435,14 @@ def parse_tool_calls(
         # The envelope of this call: the first whose opening is here (a tag or fence before "{").
         e = next((e for e in chosen if e != "json" and stripped.startswith(_OPENING[e], pos)), None)
         if e is None:
-            if "json" not in chosen or not stripped.startswith("{", pos):
+            if "json" not in chosen or not stripped.startswith(("{", "["), pos):
                 expected = " or ".join(_OPENING[e] for e in chosen)
                 raise ValueError(f"expected {expected} at offset {pos}")
             e = "json"
         pos += len(_WRAP[e][0].rstrip("\n"))
         pos = _skip_blanks(stripped, pos)
         obj, pos = decoder.raw_decode(stripped, pos)
-        found = obj if e == "fenced" and isinstance(obj, list) and obj else [obj]  # a fence's list of calls
+        found = obj if isinstance(obj, list) and obj else [obj]  # a fence's (or bare) list of calls
         for one in found:
             if not (isinstance(one, dict) and set(one) == {"name", "arguments"}):
                 raise ValueError(f"not a tool call: {one!r}")

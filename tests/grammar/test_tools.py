@@ -147,9 +147,24 @@ def test_a_fence_may_hold_the_turns_calls_as_a_list(drawn, data):
     if fits:
         assert parse_tool_calls(prose + text, envelope=chosen, preamble=bool(prose)) == [
             {"name": n, "arguments": a} for n, a in drawn]
-    # Only a fence holds a list: bare, or in a tag, it is not a call.
-    assert not grammar.tool_calls(TOOLS, envelope=("hermes", "json"), max_calls=None, whitespace=8).accepts(listed)
-    assert not g.accepts("```json\n[]\n```")  # a list holds at least one call
+    # A fence holds a list, and so does the bare envelope; a tag does not.
+    assert not grammar.tool_calls(TOOLS, envelope="hermes", max_calls=None, whitespace=8).accepts(listed)
+    bare = grammar.tool_calls(TOOLS, envelope=("hermes", "json"), max_calls=max_calls, whitespace=8)
+    assert bare.accepts(listed) == fits
+    if fits:
+        assert parse_tool_calls(listed, envelope=("hermes", "json")) == [{"name": n, "arguments": a} for n, a in drawn]
+    assert not g.accepts("```json\n[]\n```") and not bare.accepts("[]")  # a list holds at least one call
+
+
+def test_text_never_opens_as_a_bare_list_of_calls():
+    """Where the bare envelope may hold a list of calls, an answer that opens with `[` would be
+    read as one: text may not open with it (inside the text it is free)."""
+    for preamble in (False, True):
+        either = grammar.tool_calls_or_text(TOOLS, envelope=("hermes", "fenced", "json"), preamble=preamble)
+        assert not either.accepts("[1] is the answer")
+        assert either.accepts("The answer is [1].")
+        assert parse_tool_calls("The answer is [1].", envelope=("hermes", "fenced", "json"), preamble=preamble) is None
+    assert grammar.tool_calls_or_text(TOOLS, envelope="hermes").accepts("[1] is the answer")
 
 
 def test_whitespace_is_bounded_and_off_by_default():
