@@ -79,10 +79,21 @@ from ._tracing import RunTrace
 from ._tool import Tool, tool
 from ._turns import TurnGrammars, TurnKind, preamble
 
-ToolPrompt = Literal["template", "python"]
-TOOL_PROMPTS: tuple[ToolPrompt, ...] = ("template", "python")
-"""How the tools are shown to the model: through the runtime's chat template (calls in its
-envelope), or listed in the system message with a request for `[f(a=1), g(b="x")]`."""
+ToolPrompt = Literal["json_list", "template", "python"]
+TOOL_PROMPTS: tuple[ToolPrompt, ...] = ("json_list", "template", "python")
+"""How the tools are shown to the model: through the runtime's chat template, with a system
+note asking for all of a turn's calls in one JSON list (`json_list`, the default) or without it
+(`template`: calls as the template teaches); or listed in the system message with a request for
+`[f(a=1), g(b="x")]` (`python`)."""
+
+JSON_LIST_NOTE = (
+    "When tools can help, answer with the calls alone and nothing else: every call the request needs, "
+    'in one JSON list: [{"name": "<tool name>", "arguments": {<its arguments>}}, {"name": "<tool name>", '
+    '"arguments": {<its arguments>}}]. A request that needs one call gets a list of one. Answer in plain '
+    "words only when no tool fits or the tool results hold the answer."
+)
+"""The system note of `tool_prompt="json_list"`: asked for a list, small tool models write
+every call a request needs where, left to their template, they write one."""
 
 logger = logging.getLogger("agentkit")
 
@@ -147,12 +158,15 @@ class Agent(Generic[OutputT]):
     `max_tokens` where the runtime decodes locally; the turn is what follows it. The
     reasoning is not kept in the conversation.
 
-    `tool_prompt="python"` lists the tools in the system message and asks for every call of a
-    turn as one list, `[get_weather(city="Paris"), add(a=1, b=2)]` (the runtime's template then
-    gets no tools): small models that write one call in their template's tags write several
-    in a list. The turns are held to that list (`grammar.tool_calls(..., envelope="python")`).
-    "template" (default) shows the tools through the runtime's chat template and takes calls
-    in its envelope.
+    `tool_prompt`: how the model is shown the tools and asked for calls. "json_list" (default)
+    shows them through the runtime's chat template and adds a system note asking for every
+    call a turn needs in one JSON list; the turn takes calls in the template's envelope, a
+    ```json fence or bare, one call or a list (the best mode measured on BFCL, see
+    docs/agents.md); for a model whose template teaches a Python list of calls, the template's
+    own form. "template" is the same without the note; small models then write one
+    call where several are asked for. "python" lists the tools in the system message and asks
+    for `[get_weather(city="Paris"), add(a=1, b=2)]`, held to that list
+    (`grammar.tool_calls(..., envelope="python")`).
     """
 
     # A class as `output_type` gives `Agent[that class]`; none gives `Agent[str]` (text answers);
@@ -171,9 +185,9 @@ class Agent(Generic[OutputT]):
         timeout: float | None = None,
         tool_timeout: float | None = 60.0,
         max_retries: int = 2,
-        max_calls_per_turn: int = 4,
+        max_calls_per_turn: int = 8,
         tool_choice: str = "auto",
-        tool_prompt: ToolPrompt = "template",
+        tool_prompt: ToolPrompt = "json_list",
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
@@ -200,9 +214,9 @@ class Agent(Generic[OutputT]):
         timeout: float | None = None,
         tool_timeout: float | None = 60.0,
         max_retries: int = 2,
-        max_calls_per_turn: int = 4,
+        max_calls_per_turn: int = 8,
         tool_choice: str = "auto",
-        tool_prompt: ToolPrompt = "template",
+        tool_prompt: ToolPrompt = "json_list",
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
@@ -228,9 +242,9 @@ class Agent(Generic[OutputT]):
         timeout: float | None = None,
         tool_timeout: float | None = 60.0,
         max_retries: int = 2,
-        max_calls_per_turn: int = 4,
+        max_calls_per_turn: int = 8,
         tool_choice: str = "auto",
-        tool_prompt: ToolPrompt = "template",
+        tool_prompt: ToolPrompt = "json_list",
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
@@ -619,15 +633,23 @@ class Agent(Generic[OutputT]):
         async for event in self._answer_calls(state, items):
             yield event
 
+    def _model_messages(self, state: RunState, runtime: Runtime) -> list[Message]:
+        """The conversation as the model is sent it: with `tool_prompt="json_list"`, the list
+        note joins the system message (sent, not kept in the conversation, so a history carries
+        none of it into a run with another `tool_prompt`), except for a model whose template
+        teaches a Python list of calls, which holds several calls already."""
+        listed = self.tool_prompt == "json_list" and runtime.tool_call_envelope != "python"
+        return for_model(state.messages, JSON_LIST_NOTE if listed and state.settings.tools else None)
+
     async def _request(self, state: RunState, runtime: Runtime, options: dict[str, Any],
                        stream: bool) -> AsyncIterator[Event | Generation]:
         """One model request: when streaming, its `TextDelta`s (and `PartialOutput`s of an
         answer); then the `Generation`."""
         if not stream:
-            yield await state.within(runtime.generate(for_model(state.messages), **options), runtime.name)
+            yield await state.within(runtime.generate(self._model_messages(state, runtime), **options), runtime.name)
             return
         with state.model_errors(runtime.name):
-            pieces = runtime.stream(for_model(state.messages), **options)
+            pieces = runtime.stream(self._model_messages(state, runtime), **options)
         partials = PartialOutputs(state.step, self.reasoning, state.settings.tools) if self.output else None
         try:
             while True:

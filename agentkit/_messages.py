@@ -198,14 +198,20 @@ def assistant_message(turn: Turn) -> Message:
     return message
 
 
-def for_model(messages: list[Message]) -> list[Message]:
+def for_model(messages: list[Message], note: str | None = None) -> list[Message]:
     """The messages as a runtime is sent them: an assistant message whose text holds its
-    calls goes without its structured `tool_calls` copy."""
-    return [
+    calls goes without its structured `tool_calls` copy; a `note` ends the leading system
+    message (or is one)."""
+    sent = [
         {k: v for k, v in m.items() if k != "tool_calls"} if m.get("role") == "assistant" and m.get("content")
         and "tool_calls" in m else m
         for m in messages
     ]
+    if note is None:
+        return sent
+    if sent and sent[0].get("role") == "system":
+        return [{**sent[0], "content": f"{sent[0].get('content') or ''}\n\n{note}".lstrip()}, *sent[1:]]
+    return [{"role": "system", "content": note}, *sent]
 
 
 def tool_message(call: ToolCall, content: str) -> Message:

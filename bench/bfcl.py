@@ -1,14 +1,23 @@
 """BFCL evaluation: a model (the default one, or `--model`), unconstrained and constrained to tool calls, on the same
 prompts, scored with BFCL's AST rules.
 
-    python -m bench.bfcl                       # simple_python, multiple, parallel, every item
+    python -m bench.bfcl                       # every category and item, as `Agent(tools)` runs it
     python -m bench.bfcl --limit 20            # the first 20 items of each category
     python -m bench.bfcl --categories parallel --json out.json
     python -m bench.bfcl --model qwen2.5-coder-0.5b --categories simple_python --limit 30
     python -m bench.bfcl --model qwen2.5-coder-0.5b --categories irrelevance
 
 Data: `$AGENTKIT_CORPUS/bfcl` (default `../shared/corpus/bfcl`), BFCL v4 (Apache-2.0).
-Both runs show the model the same messages and tool list (the runtime's own tool rendering);
+
+By default (`--prompt agent`) each item is one turn of `Agent(tools)` with its defaults, as a user
+builds it (`--tool-prompt` changes only that option): its prompt, tool rendering and turn
+grammar (calls or a text answer), the calls read as the agent reads them (every call waits for
+approval, so none runs). The free run is the same agent with the grammar dropped
+(`bench.agent_tasks.FreeDecoding`: calls read in every form models write them). These are the
+figures a user of the default agent gets.
+
+`--prompt template` and `--prompt python` are the benchmark's own runs, for comparing grammars:
+both runs show the model the same messages and tool list (the runtime's own tool rendering);
 the unconstrained answer is read in every form models write calls (`bench.free_calls`), so a
 free failure is the model's, not the parser's; the constrained one is held by `grammar.tool_calls` with calls
 forced and `max_calls` from the category. Scoring follows BFCL's documented AST checker: the
@@ -53,17 +62,18 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import grammar
-from agentkit import Tool, ToolArgumentsError, ToolDefinitionError
+from agentkit import Agent, RunError, Tool, ToolArgumentsError, ToolDefinitionError, ToolPrompt, UnexpectedModelOutput
 from bench import models
+from bench.agent_tasks import FreeDecoding
 from bench._progress import progress
 from bench.free_calls import parse_free_calls
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "irrelevance")
 MAX_CALLS = {"simple_python": 1, "multiple": 1, "parallel": 8, "irrelevance": 1}
-PROMPTS = ("template", "python")
+PROMPTS = ("agent", "template", "python")
 NO_CALL = ("irrelevance",)
 """Categories whose right answer is no call at all."""
 """Calls one answer may hold, per category (BFCL's parallel items expect up to 8)."""
@@ -318,6 +328,7 @@ class Variant:
     envelopes: tuple[str, ...] | None = None
     whitespace: int | None = None
     preamble: bool = False
+    name: str | None = None  # a run's label where it is not a variant (the agent's turn)
 
     @classmethod
     def parse(cls, text: str) -> Variant:
@@ -329,6 +340,8 @@ class Variant:
         return cls(chosen, int(blanks) if blanks else None, bool(plus))
 
     def label(self) -> str:
+        if self.name is not None:
+            return self.name
         spec = "model" if self.envelopes is None else ",".join(self.envelopes)
         return spec + (f":{self.whitespace}" if self.whitespace else "") + ("+preamble" if self.preamble else "")
 
@@ -440,16 +453,45 @@ async def run_variants(item: Item, runtime: Any, category: str, max_tokens: int,
     return judge(item, category, free, free_found, free_error), helds
 
 
+async def agent_turn(item: Item, runtime: Any, category: str, max_tokens: int, tool_prompt: ToolPrompt,
+                     *, free: bool = False) -> Outcome:
+    """One turn of `Agent(tools)` (its defaults, this `tool_prompt`) on the item's question, or
+    of the same agent decoding freely. Every call waits for approval, so the turn's calls are
+    read as the agent read them and none runs; a run that fails (invalid arguments, a runtime
+    error) counts as invalid, its error kept."""
+    tools = list(item.tools.values())
+    used = FreeDecoding(runtime, tools, tool_prompt) if free else runtime
+    agent: Agent[str] = Agent(tools, used, max_steps=1, max_tokens=max_tokens, tool_prompt=tool_prompt,
+                              requires_approval=lambda call: True)
+    text, calls, error = "", [], None
+    try:
+        result = await agent.run(item.messages)
+        if result.pending:
+            calls = [{"name": p.tool, "arguments": p.call.arguments} for p in result.pending]
+            text = json.dumps(calls, ensure_ascii=False)
+        else:
+            text = str(result.output)
+    except UnexpectedModelOutput as exc:  # free text that reads as neither calls nor an answer
+        text = exc.text
+    except RunError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    return judge(item, category, text, calls, error)
+
+
 async def evaluate(categories: list[str], limit: int | None, max_tokens: int, runtime: Any, verbose: bool,
                    concurrency: int = 8, variants: list[Variant] | None = None,
-                   prompt: str = "template", think: int | None = None) -> list[CategoryScore]:
+                   prompt: str = "template", think: int | None = None,
+                   tool_prompt: ToolPrompt = "json_list") -> list[CategoryScore]:
     root = corpus_bfcl()
     scores = []
     gate = asyncio.Semaphore(concurrency)
-    chosen = variants or [Variant()]
+    chosen = [Variant(name=f"agent ({tool_prompt})")] if prompt == "agent" else variants or [Variant()]
 
     async def guarded(item: Item, category: str) -> tuple[Outcome, list[Outcome]]:
         async with gate:
+            if prompt == "agent":
+                free = await agent_turn(item, runtime, category, max_tokens, tool_prompt, free=True)
+                return free, [await agent_turn(item, runtime, category, max_tokens, tool_prompt)]
             return await run_variants(item, runtime, category, max_tokens, chosen, prompt, think)
 
     for category in categories:
@@ -515,23 +557,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variant", action="append", type=Variant.parse, metavar="ENVELOPES[:WHITESPACE][+preamble]",
                         help="a constrained run's envelopes (model, or e.g. hermes,fenced,json), blanks, and "
                         "+preamble for text before the calls; repeatable")
-    parser.add_argument("--prompt", choices=PROMPTS, default="template",
-                        help="how tools are shown: the chat template's way, or BFCL's prompt mode asking for "
-                        "a Python list of calls (use with --variant python)")
+    parser.add_argument("--prompt", choices=PROMPTS, default="agent",
+                        help="agent: one turn of Agent(tools) with its defaults (the user's figures); template: "
+                        "the chat template's tool rendering; python: BFCL's prompt mode asking for a Python list "
+                        "of calls (use with --variant python)")
+    parser.add_argument("--tool-prompt", choices=get_args(ToolPrompt), default="json_list",
+                        help="with --prompt agent: the agent's tool_prompt (default: the agent's default)")
     parser.add_argument("--think", type=int, metavar="TOKENS",
                         help="ask both runs to reason in <think></think> first; each constrained run opens "
                         "with a reasoning span of at most TOKENS tokens (grammar.after_reasoning)")
     models.add_model_option(parser)
     args = parser.parse_args(argv)
+    if args.prompt == "agent" and (args.variant or args.think is not None):
+        parser.error("--variant and --think are for --prompt template or python; the agent's turn is its own")
     if not corpus_bfcl().is_dir():
         print(f"BFCL data not found at {corpus_bfcl()}: set AGENTKIT_CORPUS", file=sys.stderr)
         return 2
     runtime = models.runtime(args.model)
-    print(f"model: {runtime.name}  envelope: {runtime.tool_call_envelope}  prompt: {args.prompt}  "
+    mode = f"agent, tool_prompt={args.tool_prompt}" if args.prompt == "agent" else args.prompt
+    print(f"model: {runtime.name}  envelope: {runtime.tool_call_envelope}  prompt: {mode}  "
           f"max_tokens: {args.max_tokens}" + (f"  think: {args.think} tokens" if args.think is not None else ""))
-    variants = args.variant or [Variant()]
+    variants = [Variant(name=f"agent ({args.tool_prompt})")] if args.prompt == "agent" else args.variant or [Variant()]
     scores = asyncio.run(evaluate(args.categories, args.limit, args.max_tokens, runtime, args.verbose,
-                                  args.concurrency, variants, args.prompt, args.think))
+                                  args.concurrency, variants, args.prompt, args.think, args.tool_prompt))
     for k, variant in enumerate(variants):
         print(f"constrained: {variant.label()}")
         print(report(scores, k))

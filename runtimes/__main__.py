@@ -1,8 +1,8 @@
 """What this installation runs on, for users and issue reports: `python -m runtimes`.
 
 Prints the machine and the CPU features it lists, the llama.cpp build and the features it was
-compiled for, the default model, the outcome of the long-prompt check, and one short
-generation with its speed. Exits 1 if any part fails, after printing the rest.
+compiled for, the default model, the outcome of the long-prompt check, one short generation
+with its speed, and how the model writes tool calls (which decides what an agent asks for). Exits 1 if any part fails, after printing the rest.
 """
 
 from __future__ import annotations
@@ -38,6 +38,14 @@ def _version(package: str) -> str:
         return "not installed"
 
 
+def _tool_call_form(envelope: str) -> str:
+    """How this model's template writes calls, and so what an agent asks it for by default."""
+    if envelope == "python":
+        return "a Python list, as the chat template teaches (an Agent's default keeps it)"
+    taught = "in <tool_call> tags" if envelope == "hermes" else "as a bare JSON object"
+    return f"taught {taught}; an Agent's default (tool_prompt='json_list') asks for one JSON list of calls"
+
+
 def main() -> int:
     failed = False
     print(f"python      {sys.version.split()[0]} on {platform.system()} {platform.machine()}")
@@ -67,6 +75,7 @@ def main() -> int:
         elapsed = time.perf_counter() - started
         tokens = generation.usage.completion_tokens
         print(f"generation  {generation.text.strip()!r} ({tokens} tokens in {elapsed:.2f} s, {tokens / elapsed:.0f}/s)")
+        print(f"tool calls  {_tool_call_form(runtime.tool_call_envelope)}")
     except RuntimeFailure as exc:
         print(f"failed      {type(exc).__name__}: {exc}")
         failed = True

@@ -109,7 +109,31 @@ async def test_hermes_envelope() -> None:
         {"id": "call_1_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Rome", "days": 2}'}}
     ]}
     # the model is shown its turn as it wrote it, without the structured copy of its calls
-    assert rt.calls[1].messages[1] == {"role": "assistant", "content": text}
+    assert rt.calls[1].messages[2] == {"role": "assistant", "content": text}
+
+
+async def test_the_default_tool_prompt_asks_for_a_list_of_calls_and_takes_one() -> None:
+    """`tool_prompt="json_list"` (the default): the template shows the tools, the model is sent
+    a note asking for every call in one JSON list (joined to the system message, kept out of
+    the conversation), and a bare list of calls is the turn's calls."""
+    from agentkit._agent import JSON_LIST_NOTE
+
+    listed = "[" + call("get_weather", '{"city":"Rome"}') + ", " + call("get_weather", '{"city":"Oslo"}') + "]"
+    rt = ScriptedRuntime([listed, "Both sunny."])
+    result = await Agent([get_weather], rt, system_prompt="Be brief.").run("Rome and Oslo?")
+    assert [r.arguments.city for r in result.tool_calls] == ["Rome", "Oslo"]
+    assert rt.calls[0].messages[0] == {"role": "system", "content": "Be brief.\n\n" + JSON_LIST_NOTE}
+    assert rt.calls[0].tools is not None  # the chat template renders the tools
+    assert result.messages[0] == {"role": "system", "content": "Be brief."}
+    plain = ScriptedRuntime(["Hi."])
+    await Agent([get_weather], plain, tool_prompt="template").run("Hello")
+    assert [m["role"] for m in plain.calls[0].messages] == ["user"]
+    bare = ScriptedRuntime(["Hi."])
+    await Agent([], bare).run("Hello")  # no tools: no note
+    assert [m["role"] for m in bare.calls[0].messages] == ["user"]
+    pythonic = ScriptedRuntime(["Hi."], tool_call_envelope="python")
+    await Agent([get_weather], pythonic).run("Hello")  # its template's own list holds several calls
+    assert [m["role"] for m in pythonic.calls[0].messages] == ["user"]
 
 
 @pytest.mark.parametrize("opening, closing", [("<tool_call>\n", "\n</tool_call>"), ("```json\n", "\n```")])

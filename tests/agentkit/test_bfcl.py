@@ -221,3 +221,29 @@ def _python_list(item: Any) -> str:
         args = ", ".join(f"{k}={json.dumps(call['arguments'][k])}" for k in declared if k in call["arguments"])
         pieces.append(f"{call['name']}({args})")
     return "[" + ", ".join(pieces) + "]"
+
+
+async def test_the_default_run_is_one_turn_of_the_default_agent(corpus: Path) -> None:
+    """`--prompt agent` (the default): both runs are one turn of `Agent(tools)`, sent what the
+    agent sends (the template's tools, the default tool prompt's note) and held, on the
+    constrained run, to the agent's turn grammar; a JSON list of the expected calls is right
+    both ways, and nothing runs."""
+    from agentkit._agent import JSON_LIST_NOTE
+    from bench.bfcl import agent_turn
+    from runtimes.testing import ScriptedRuntime
+
+    [item], _ = load("parallel", corpus / "bfcl", 1)
+    calls = [{"name": name, "arguments": {k: v[0] for k, v in params.items() if v[0] != ""}}
+             for expected in item.ground_truth for name, params in expected.items()]
+    text = json.dumps(calls)
+    runtime = ScriptedRuntime([text, text])
+    free = await agent_turn(item, runtime, "parallel", 256, "json_list", free=True)
+    held = await agent_turn(item, runtime, "parallel", 256, "json_list")
+    assert (free.valid, free.correct, held.valid, held.correct) == (True, True, True, True)
+    assert held.calls == calls
+    sent = runtime.calls[1]
+    assert sent.messages[0] == {"role": "system", "content": JSON_LIST_NOTE} and sent.tools is not None
+    assert runtime.calls[0].grammar is None and sent.grammar is not None
+    prose = "I can't tell without more details."
+    [answered] = [await agent_turn(item, ScriptedRuntime([prose]), "parallel", 256, "json_list")]
+    assert (answered.valid, answered.correct, answered.calls) == (False, False, [])

@@ -149,7 +149,7 @@ SETTINGS = st.fixed_dictionaries(
         "timeout": st.just(30.0),
         "token_budget": st.integers(1, 10**5),
         "repeat_calls": st.sampled_from(["reuse", "run", "refuse"]),
-        "tool_prompt": st.sampled_from(["template", "python"]),
+        "tool_prompt": st.sampled_from(["json_list", "template", "python"]),
         "system_prompt": CONTROL_TEXT,
         "output_type": st.sampled_from(list(OUTPUTS)),
     },
@@ -251,7 +251,7 @@ def random_agent(tool_prompt: str, output: bool) -> Agent[Any]:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(prompt=PROMPTS, tool_prompt=st.sampled_from(["template", "python"]), output=st.booleans())
+@given(prompt=PROMPTS, tool_prompt=st.sampled_from(["json_list", "template", "python"]), output=st.booleans())
 def test_a_run_on_random_logits_gives_a_result_or_a_typed_error(prompt: Any, tool_prompt: str, output: bool) -> None:
     agent = random_agent(tool_prompt, output)
     try:

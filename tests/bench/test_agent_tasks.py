@@ -118,7 +118,7 @@ def test_free_decoding_hands_on_calls_however_written(written: str) -> None:
     assert all(request.grammar is None for request in inner.calls)
 
 
-@pytest.mark.parametrize("tool_prompt", ["template", "python"])
+@pytest.mark.parametrize("tool_prompt", ["json_list", "template", "python"])
 def test_free_decoding_hands_on_calls_in_the_envelope_the_agent_reads(tool_prompt: str) -> None:
     inner = ScriptedRuntime(['```json\n{"name": "get_order", "arguments": {"order_id": "B-2210"}}\n```',
                              "It costs 51.75."], tool_call_envelope="hermes")
