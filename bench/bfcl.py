@@ -453,6 +453,11 @@ async def run_variants(item: Item, runtime: Any, category: str, max_tokens: int,
     return judge(item, category, free, free_found, free_error), helds
 
 
+def agent_variant(tool_prompt: ToolPrompt) -> Variant:
+    """The label of the agent's constrained run in reports."""
+    return Variant(name=f"agent ({tool_prompt})")
+
+
 async def agent_turn(item: Item, runtime: Any, category: str, max_tokens: int, tool_prompt: ToolPrompt,
                      *, free: bool = False) -> Outcome:
     """One turn of `Agent(tools)` (its defaults, this `tool_prompt`) on the item's question, or
@@ -482,10 +487,12 @@ async def evaluate(categories: list[str], limit: int | None, max_tokens: int, ru
                    concurrency: int = 8, variants: list[Variant] | None = None,
                    prompt: str = "template", think: int | None = None,
                    tool_prompt: ToolPrompt = "json_list") -> list[CategoryScore]:
+    """Every item of `categories`: its free run and, per variant, a constrained one (with
+    `prompt="agent"`, the agent's turn alone, labelled by `agent_variant`)."""
     root = corpus_bfcl()
     scores = []
     gate = asyncio.Semaphore(concurrency)
-    chosen = [Variant(name=f"agent ({tool_prompt})")] if prompt == "agent" else variants or [Variant()]
+    chosen = [agent_variant(tool_prompt)] if prompt == "agent" else variants or [Variant()]
 
     async def guarded(item: Item, category: str) -> tuple[Outcome, list[Outcome]]:
         async with gate:
@@ -577,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = f"agent, tool_prompt={args.tool_prompt}" if args.prompt == "agent" else args.prompt
     print(f"model: {runtime.name}  envelope: {runtime.tool_call_envelope}  prompt: {mode}  "
           f"max_tokens: {args.max_tokens}" + (f"  think: {args.think} tokens" if args.think is not None else ""))
-    variants = [Variant(name=f"agent ({args.tool_prompt})")] if args.prompt == "agent" else args.variant or [Variant()]
+    variants = [agent_variant(args.tool_prompt)] if args.prompt == "agent" else args.variant or [Variant()]
     scores = asyncio.run(evaluate(args.categories, args.limit, args.max_tokens, runtime, args.verbose,
                                   args.concurrency, variants, args.prompt, args.think, args.tool_prompt))
     for k, variant in enumerate(variants):

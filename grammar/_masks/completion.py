@@ -61,15 +61,15 @@ def completion_of(compiled: CompiledGrammar) -> Completion:
 
 
 class Known:
-    """What one matcher's searches proved: exact distances along the shortest paths they found
-    (`lower`, `found`), and lower bounds for the states a search that ran out of states went
-    through (`beyond`). Kept per matcher (see the module docstring)."""
+    """What one matcher's searches proved: distances to completion (`lower`: exact along the
+    shortest paths they found, else the bound a search that ran out reached), and lower bounds
+    for the states such a search went through (`beyond`). Kept per matcher (see the module
+    docstring)."""
 
-    __slots__ = ("lower", "found", "beyond")
+    __slots__ = ("lower", "beyond")
 
     def __init__(self) -> None:
         self.lower: dict[int, tuple[int, bool]] = {}
-        self.found: dict[int, int] = {}
         self.beyond: dict[int, int] = {}
 
 
@@ -99,7 +99,6 @@ class Completion:
         if exact:
             for u, steps in proved:
                 known.lower[u] = (steps, True)
-                known.found[u] = min(known.found.get(u, UNKNOWN), steps)
         else:
             known.lower[state] = (depth, False)
             beyond = known.beyond
@@ -162,7 +161,8 @@ class Completion:
         spelled = self._spelled.get(state)
         if spelled is None:
             spelled = self._spelled[state] = self._spelling_length(state)
-        return spelled if known is None else min(spelled, known.found.get(state, UNKNOWN))
+        proved = None if known is None else known.lower.get(state)
+        return min(spelled, proved[0]) if proved is not None and proved[1] else spelled
 
     def within(self, state: int, n: int, known: Known) -> bool:
         """Whether a completion of at most `n` tokens is certain (False: not proved)."""
