@@ -29,7 +29,7 @@ from ._errors import (
     TokenBudgetExceeded,
 )
 from ._local import LocalRuntime
-from ._protocol import FinishReason, Generation, Runtime, TextStream, ToolCallEnvelope, Usage
+from ._protocol import FinishReason, Generation, Runtime, TextStream, TokenScore, ToolCallEnvelope, Usage
 from .llamacpp import LlamaCpp
 from .mlc import MLC
 from .openai import OpenAICompatible
@@ -60,6 +60,7 @@ __all__ = [
     "StreamInterrupted",
     "TextStream",
     "TokenBudgetExceeded",
+    "TokenScore",
     "ToolCallEnvelope",
     "Usage",
     "default",

@@ -10,17 +10,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._errors import MalformedAnswer, ServerError
-from ._protocol import Usage
+from ._protocol import TokenScore, Usage
 
 
 @dataclass(frozen=True)
 class Answer:
     """What a completion (or one stream chunk) says: its text, finish reason and token usage
-    (`usage` is None where it reports none)."""
+    (`usage` is None where it reports none), and the chosen tokens' log-probabilities where the
+    server returned them (`scores`, else None)."""
 
     text: str
     finish_reason: str | None
     usage: Usage | None
+    scores: list[TokenScore] | None = None
 
 
 def read_completion(answer: Any, *, source: str = "") -> Answer:
@@ -52,7 +54,34 @@ def _completion(answer: Any) -> Answer:
         got = "an empty list" if choices == [] else _kind(choices)
         raise MalformedAnswer("choices", f"expected a non-empty list, got {got}")
     text, finish = _choice(choices[0], "choices[0]", "message")
-    return Answer(text, finish, _usage(root.get("usage")))
+    return Answer(text, finish, _usage(root.get("usage")), _scores(choices[0]))
+
+
+def _scores(choice: Any) -> list[TokenScore] | None:
+    """The answer's tokens and their log-probabilities: chat's `logprobs.content` (entries of
+    `token`, `logprob`, `bytes`) or completions' `logprobs.tokens` with `token_logprobs`. None
+    where there are none or they are not of that shape: scores are an extra, never a failure."""
+    logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+    if not isinstance(logprobs, dict):
+        return None
+    pairs: list[tuple[Any, Any, Any]]
+    if isinstance(logprobs.get("content"), list):
+        pairs = [(e.get("token"), e.get("logprob"), e.get("bytes")) if isinstance(e, dict) else (None, None, None)
+                 for e in logprobs["content"]]
+    elif isinstance(logprobs.get("tokens"), list) and isinstance(logprobs.get("token_logprobs"), list):
+        pairs = [(t, lp, None) for t, lp in zip(logprobs["tokens"], logprobs["token_logprobs"], strict=False)]
+    else:
+        return None
+    scores = []
+    for token, logprob, data in pairs:
+        if not isinstance(token, str) or isinstance(logprob, bool) or not isinstance(logprob, (int, float)):
+            return None
+        if isinstance(data, list) and all(isinstance(b, int) and 0 <= b < 256 for b in data):
+            raw = bytes(data)
+        else:
+            raw = token.encode("utf-8", "surrogatepass")
+        scores.append(TokenScore(raw, min(0.0, float(logprob)), None))
+    return scores
 
 
 def _chunk(chunk: Any) -> Answer:

@@ -236,6 +236,7 @@ class LocalRuntime(Runtime):
             drafter=self._drafter,
             draft_limit=self.draft_tokens,
             step_tokens=self._step_tokens(),
+            scores=request.scores,
         )
 
     def _step_tokens(self) -> int | None:

@@ -56,6 +56,19 @@ class Usage:
         )
 
 
+@dataclass(frozen=True)
+class TokenScore:
+    """How the model saw one token it wrote: the token's `bytes`; `logprob`, its natural-log
+    probability under the model's own distribution (all logits, before the grammar's mask and
+    any temperature); `masked_mass`, the probability the grammar's mask removed at that step
+    (how much the model wanted to write something the grammar forbids: 0.0 where it was free;
+    None where the runtime cannot tell, as from a server's logprobs)."""
+
+    bytes: bytes
+    logprob: float
+    masked_mass: float | None = None
+
+
 @dataclass
 class Generation:
     """What one generation produced and why it stopped.
@@ -67,6 +80,9 @@ class Generation:
     steered_from: where in `text` (a character offset) the runtime began overriding the model's
     choice of token to close the document within the token budget; None if it never did. The
     document is whole either way, but from there on its values may be cut short.
+
+    token_scores: with `scores=True`, one `TokenScore` per token of `text`, in order (None where
+    not asked for, or where the runtime cannot give them).
     """
 
     text: str
@@ -74,6 +90,7 @@ class Generation:
     usage: Usage
     token_ids: list[int] | None = None
     steered_from: int | None = None
+    token_scores: list[TokenScore] | None = None
 
     @property
     def steered(self) -> bool:
@@ -93,6 +110,7 @@ class Request:
     top_p: float = 1.0
     seed: int | None = None
     tools: list[dict[str, Any]] | None = None
+    scores: bool = False
 
     def __post_init__(self) -> None:
         check_messages(self.messages)
@@ -106,6 +124,8 @@ class Request:
             isinstance(self.tools, list) and all(isinstance(t, dict) for t in self.tools)
         ):
             raise InvalidRequest("tools", "must be a list of OpenAI function-tool dicts, or None")
+        if not isinstance(self.scores, bool):
+            raise InvalidRequest("scores", f"must be True or False, not {type(self.scores).__name__}")
 
 
 class TextStream(AsyncIterator[str]):
@@ -171,9 +191,14 @@ class Runtime(ABC):
         top_p: float = 1.0,
         seed: int | None = None,
         tools: list[dict[str, Any]] | None = None,
+        scores: bool = False,
     ) -> Generation:
-        """The whole answer to `messages` (a chat, or a plain string for raw completion)."""
-        request = Request(messages, grammar, max_tokens, temperature, top_p, seed, tools)
+        """The whole answer to `messages` (a chat, or a plain string for raw completion).
+
+        `scores=True` asks for `Generation.token_scores`: each token's probability under the
+        model and the mass the grammar removed (local runtimes read a model pass per token for
+        them, so jump-forward is off for that generation)."""
+        request = Request(messages, grammar, max_tokens, temperature, top_p, seed, tools, scores)
         return await self._generate(request)
 
     def stream(
@@ -186,9 +211,11 @@ class Runtime(ABC):
         top_p: float = 1.0,
         seed: int | None = None,
         tools: list[dict[str, Any]] | None = None,
+        scores: bool = False,
     ) -> TextStream:
-        """The answer as text pieces, each a whole number of characters."""
-        return self._stream(Request(messages, grammar, max_tokens, temperature, top_p, seed, tools))
+        """The answer as text pieces, each a whole number of characters (`scores` as in
+        `generate`: on the stream's `generation`)."""
+        return self._stream(Request(messages, grammar, max_tokens, temperature, top_p, seed, tools, scores))
 
     @abstractmethod
     async def _generate(self, request: Request) -> Generation:

@@ -12,6 +12,10 @@ each checked against a fork of the matcher so every guess is grammar-valid; the 
 them in the same pass, with logits after each, and `advance` then chooses at each position as
 it would have step by step, keeping the guesses up to the first one its choice differs from
 (greedy: identical output; sampling: the speculative acceptance rule, same distribution).
+
+Scores (`scores=True`): each token chosen from a logits row is scored against that whole row
+(its log-probability, and the mass the grammar's mask removed). A forced token taken without a
+pass has no row, so a scored sequence does not jump forward.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from grammar import Matcher, ReasoningSpan, TokenMask, Vocabulary
 
 from ._drafting import Drafter
 from ._errors import RuntimeFailure
-from ._protocol import FinishReason, Generation, Usage
+from ._protocol import FinishReason, Generation, TokenScore, Usage
 from ._sampling import Sampler
 from ._span_budget import SpanBudget
 
@@ -58,6 +62,7 @@ class Sequence:
 
     `jump_forward`: take grammar-forced tokens without a model pass. `drafter`: guess tokens
     for the model to verify. `step_tokens`: the most tokens one step may carry (None: no limit).
+    `scores`: keep a `TokenScore` per token written.
     """
 
     def __init__(
@@ -78,6 +83,7 @@ class Sequence:
         drafter: Drafter | None = None,
         draft_limit: int = 8,
         step_tokens: int | None = None,
+        scores: bool = False,
     ):
         self.name = name
         self.vocabulary = vocabulary
@@ -89,7 +95,9 @@ class Sequence:
         self.cancel = cancel
         self._host = host
         self._masked = masked
-        self.jump_forward = jump_forward and matcher is not None
+        self.jump_forward = jump_forward and matcher is not None and not scores
+        self.scores: list[TokenScore] | None = [] if scores else None
+        self._scored: tuple[np.ndarray, float, float] | None = None  # the last row's (row, log-sum, masked mass)
         self.drafter = drafter
         self.draft_limit = draft_limit
         self.step_tokens = step_tokens
@@ -228,6 +236,8 @@ class Sequence:
         whose first state can be completed within its budget so always ends whole.
         """
         matcher = self.matcher
+        if self.scores is not None:
+            self._measure(logits)
         if matcher is None:
             row = self._host(logits)
             return self.sampler.select(row) if draft is None else self.sampler.verify(row, None, draft)
@@ -240,6 +250,20 @@ class Sequence:
         row, mask = self._masked(logits, matcher)
         token = self.sampler.select(row, mask) if draft is None else self.sampler.verify(row, mask, draft)
         return self._settle(token, row, remaining)
+
+    def _measure(self, logits: Any) -> None:
+        """Keep what scoring the token chosen from `logits` needs: the whole row (a copy, as
+        selection may overwrite it), its log-sum-exp, and the share of its mass the grammar's
+        mask removes."""
+        row = np.array(self._host(logits), dtype=np.float64)
+        top = float(row.max())
+        total = float(np.exp(row - top).sum())
+        masked = 0.0
+        if self.matcher is not None:
+            kept = row.copy()
+            self.matcher.next_token_mask().apply(kept)
+            masked = min(1.0, max(0.0, 1.0 - float(np.exp(kept - top).sum()) / total))
+        self._scored = (row, top + float(np.log(total)), masked)
 
     def _settle(self, token: int, row: np.ndarray | None, remaining: int) -> int:
         """Take `token` into the matcher, or, where the document could then not be closed within
@@ -267,7 +291,14 @@ class Sequence:
 
     def _emit(self, token: int) -> None:
         self.token_ids.append(token)
-        piece = self._text.decode(self.vocabulary.token_bytes(token))
+        data = self.vocabulary.token_bytes(token)
+        if self.scores is not None:
+            if self._scored is None:
+                raise RuntimeFailure(f"{self.name}: token {token} was written without a logits row to score it by")
+            row, log_total, masked = self._scored
+            self.scores.append(TokenScore(data, float(row[token]) - log_total, masked))
+            self._scored = None
+        piece = self._text.decode(data)
         if self._span is not None:
             self._span.read(piece)
         if piece:
@@ -284,7 +315,7 @@ class Sequence:
                 self.sink(tail)
         usage = Usage(len(self.prompt), self.generated, forward_passes=self.forward_passes,
                       drafted_tokens=self.drafted, accepted_tokens=self.accepted)
-        generation = Generation("".join(self._pieces), reason, usage, self.token_ids, self.steered_from)
+        generation = Generation("".join(self._pieces), reason, usage, self.token_ids, self.steered_from, self.scores)
         if not self.future.done():
             self.future.set_result(generation)
 

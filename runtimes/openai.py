@@ -65,6 +65,10 @@ class OpenAICompatible(Runtime):
     `max_retries` more attempts follow a retryable failure, `backoff`, 2·`backoff`, ... seconds
     apart. `max_response_bytes` bounds what one answer (or one whole stream) may send; past it
     reading stops with `ResponseTooLarge`.
+
+    `scores=True` asks the server for `logprobs` (whole answers, not streams): each token's
+    log-probability as the server reports it (vLLM reports the model's own by default), with
+    no `masked_mass` (a server does not say what its grammar removed); None where it sends none.
     """
 
     def __init__(
@@ -166,6 +170,8 @@ class OpenAICompatible(Runtime):
             body["stream_options"] = {"include_usage": True}
         if request.seed is not None:
             body["seed"] = request.seed
+        if request.scores and not stream:
+            body["logprobs"] = True if not isinstance(request.messages, str) else 1
         if request.grammar is not None:
             span = request.grammar.reasoning
             if span is not None and span.max_tokens is not None:
@@ -214,7 +220,10 @@ class OpenAICompatible(Runtime):
 
     def _finish_completion(self, request: Request, data: bytes) -> Generation:
         answer = read_completion(self._json(data, "the answer"), source=self.name)
-        return self._checked(request, answer.text, answer.finish_reason, answer.usage or Usage(0, 0))
+        generation = self._checked(request, answer.text, answer.finish_reason, answer.usage or Usage(0, 0))
+        if request.scores and answer.scores is not None:
+            generation.token_scores = answer.scores
+        return generation
 
     async def _stream_once(self, request: Request, path: str, body: dict[str, Any],
                            emit: Callable[[str], None]) -> Generation:

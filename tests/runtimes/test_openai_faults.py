@@ -383,3 +383,29 @@ async def test_a_turn_that_may_be_free_text_is_refused_in_the_json_schema_dialec
         with pytest.raises(ModelRequestFailed, match="not built from a JSON Schema") as caught:
             await Agent([add], runtime=rt).run("2 plus 3?")
     assert caught.value.messages and not server.bodies  # refused before sending
+
+
+def with_logprobs(text: str, pieces: list[str], logprobs: object) -> dict:
+    answer = completion(text)
+    answer["choices"][0]["logprobs"] = logprobs if logprobs is not None else {
+        "content": [{"token": p, "logprob": -0.5 * i, "bytes": list(p.encode())} for i, p in enumerate(pieces)]}
+    return answer
+
+
+async def test_scores_come_from_the_servers_logprobs(serve):
+    server = serve(lambda h, body, hit: reply(h, 200, with_logprobs('{"n":42}', ['{"n":', "4", "2", "}"], None)))
+    async with runtime(server.url) as rt:
+        gen = await rt.generate(CHAT, grammar=COUNT, max_tokens=20, scores=True)
+        plain = await rt.generate(CHAT, grammar=COUNT, max_tokens=20)
+    assert server.bodies[0]["logprobs"] is True and "logprobs" not in server.bodies[1]
+    assert [(s.bytes, s.logprob, s.masked_mass) for s in gen.token_scores] == [
+        (b'{"n":', 0.0, None), (b"4", -0.5, None), (b"2", -1.0, None), (b"}", -1.5, None)]
+    assert plain.token_scores is None
+
+
+@pytest.mark.parametrize("logprobs", [{"content": [{"token": 3, "logprob": -1}]}, {"content": "x"}, [], {}])
+async def test_logprobs_of_another_shape_give_no_scores_and_no_failure(serve, logprobs):
+    server = serve(lambda h, body, hit: reply(h, 200, with_logprobs('{"n":42}', [], logprobs)))
+    async with runtime(server.url) as rt:
+        gen = await rt.generate(CHAT, grammar=COUNT, max_tokens=20, scores=True)
+    assert gen.text == '{"n":42}' and gen.token_scores is None

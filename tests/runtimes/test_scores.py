@@ -1,0 +1,87 @@
+"""Token scores (`generate(..., scores=True)`): each written token's log-probability under the
+model's whole distribution and the mass the grammar's mask removed, checked against the same
+quantities recomputed independently by teacher forcing the answer through the test model."""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import grammar
+from runtimes import InvalidRequest, TokenScore
+from runtimes.testing import RandomRuntime, render_plain
+
+from test_jump_forward import _regexes
+
+PROMPT = "Answer with one record. " * 2
+
+
+def _teacher_forced(rt: RandomRuntime, prompt: str, answer: list[int], g: grammar.Grammar | None) -> list[tuple[float, float]]:
+    """Per answer token: (logprob under the row before it, mass a fresh matcher's mask removes there)."""
+    tokens = rt._tokenizer.encode(render_plain(prompt, None))
+    hashes = []
+    for token in tokens:
+        hashes.append(zlib.crc32(token.to_bytes(8, "little", signed=True), hashes[-1] if hashes else 0))
+    matcher = grammar.Matcher(grammar.compile(g, rt.vocabulary)) if g is not None else None
+    expected = []
+    for token in answer:
+        row = rt._logits(tokens, hashes[-1]).astype(np.float64)
+        probs = np.exp(row - row.max())
+        probs /= probs.sum()
+        masked = 0.0
+        if matcher is not None:
+            allowed = matcher.next_token_mask().allowed_ids()
+            masked = 1.0 - float(probs[allowed].sum())
+            assert matcher.accept_token(token)
+        expected.append((math.log(probs[token]), masked))
+        tokens.append(token)
+        hashes.append(zlib.crc32(token.to_bytes(8, "little", signed=True), hashes[-1]))
+    return expected
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=_regexes(), seed=st.integers(0, 5), max_tokens=st.integers(1, 30),
+       temperature=st.sampled_from([0.0, 1.0]), draft=st.sampled_from([None, "prompt"]))
+def test_scores_are_the_models_probabilities_and_the_masks_removed_mass(pattern, seed, max_tokens, temperature, draft):
+    g = grammar.from_regex(pattern)
+    rt = RandomRuntime(seed=seed, draft=draft)
+    options = dict(grammar=g, max_tokens=max_tokens, temperature=temperature, seed=seed)
+    scored = rt.generate_sync(PROMPT, scores=True, **options)
+    plain = RandomRuntime(seed=seed, draft=draft).generate_sync(PROMPT, **options)
+    assert plain.token_scores is None
+    assert (scored.text, scored.token_ids) == (plain.text, plain.token_ids)  # scoring changes no choice
+    assert len(scored.token_scores) == len(scored.token_ids)
+    assert b"".join(s.bytes for s in scored.token_scores).decode("utf-8", "replace") == scored.text
+    expected = _teacher_forced(rt, PROMPT, scored.token_ids, g)
+    for score, (logprob, masked) in zip(scored.token_scores, expected):
+        assert score.logprob == pytest.approx(logprob, abs=1e-6)
+        assert score.masked_mass == pytest.approx(masked, abs=1e-6)
+        assert 0.0 <= score.masked_mass <= 1.0 and score.logprob <= 0.0
+
+
+def test_free_decoding_scores_remove_no_mass():
+    rt = RandomRuntime(seed=3)
+    generation = rt.generate_sync(PROMPT, max_tokens=12, scores=True)
+    assert len(generation.token_scores) == len(generation.token_ids) > 0
+    assert all(s.masked_mass == 0.0 for s in generation.token_scores)
+    expected = _teacher_forced(rt, PROMPT, generation.token_ids, None)
+    assert [s.logprob for s in generation.token_scores] == pytest.approx([e[0] for e in expected], abs=1e-6)
+
+
+def test_a_scored_generation_reads_a_pass_per_token():
+    g = grammar.from_regex('\\{"name":"[a-z]{1,8}","ok":(true|false)\\}')
+    jumping = RandomRuntime(seed=1).generate_sync(PROMPT, grammar=g, max_tokens=40)
+    scored = RandomRuntime(seed=1).generate_sync(PROMPT, grammar=g, max_tokens=40, scores=True)
+    assert scored.text == jumping.text
+    assert jumping.usage.forward_passes < scored.usage.forward_passes == scored.usage.completion_tokens
+    assert all(isinstance(s, TokenScore) for s in scored.token_scores)
+
+
+def test_scores_must_be_a_bool():
+    with pytest.raises(InvalidRequest, match="scores"):
+        RandomRuntime().generate_sync(PROMPT, scores="yes")
