@@ -20,6 +20,7 @@ from importlib.metadata import version as _distribution_version
 
 from ._agent import Agent, ToolPrompt
 from ._approvals import Approval, ApprovalPredicate, PendingCall
+from ._confidence import Extraction, FieldConfidence
 from ._constraints import Constraints, FieldConstraints
 from ._context import RunContext
 from ._errors import (
@@ -82,6 +83,8 @@ __all__ = [
     "CallDenied",
     "Constraints",
     "Event",
+    "Extraction",
+    "FieldConfidence",
     "FieldConstraints",
     "FinalResult",
     "IncompleteOutput",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Generic, Literal, overload
@@ -24,6 +25,7 @@ from ._approvals import (
     unanswered_calls,
 )
 from ._bounds import UnreadableTurn
+from ._confidence import call_argument_confidences
 from ._calls import count_failures, run_calls, tool_feedback, validated
 from ._errors import (
     CallDenied,
@@ -587,15 +589,20 @@ class Agent(Generic[OutputT]):
                     return
                 continue
             state.messages.append(assistant_message(turn))
+            if generation.token_scores is not None:
+                scored = call_argument_confidences(generation, turn.calls)
+                if scored is not None:
+                    state.confidence.update((call.id, fields) for call, fields in zip(turn.calls, scored))
             for call in turn.calls:
                 yield ToolCallEvent(state.step, call)
             checked = [validated(c, tools) for c in turn.calls]
-            held = [c for c in checked if isinstance(c, ValidCall) and needs_approval(c, self.requires_approval)]
+            held = [c for c in checked if isinstance(c, ValidCall)
+                    and needs_approval(c, self.requires_approval, state.confidence.get(c.call.id))]
             async for event in self._answer_calls(state, [c for c in checked if not any(c is h for h in held)],
                                                   pausing=bool(held)):
                 yield event
             if held:  # the run stops here, before those calls run; `run(approvals=...)` resumes it
-                state.pending = [pending_call(c) for c in held]
+                state.pending = [pending_call(c, state.confidence.get(c.call.id)) for c in held]
                 yield FinalResult(self._result(state, None))
                 return
 
@@ -607,6 +614,8 @@ class Agent(Generic[OutputT]):
         if not items:
             return
         records = await state.within(run_calls(state, items, self.tool_timeout))
+        records = [dataclasses.replace(r, confidence=state.confidence.pop(r.call.id))
+                   if r.call.id in state.confidence else r for r in records]
         for record in records:
             state.messages.append(tool_message(record.call, tool_feedback(record)))
             state.records.append(record)

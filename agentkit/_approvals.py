@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._confidence import FieldConfidence
 from ._errors import InvalidArgument
 from ._messages import Message, ToolCall
 from ._repeats import ValidCall
@@ -27,25 +28,30 @@ reason, which the model reads."""
 @dataclass(frozen=True)
 class PendingCall:
     """A call waiting for approval: its `id` (the key of `approvals`), the `tool`'s name, its
-    typed `arguments` (validated, as the tool would get them), and the `call` as decoded."""
+    typed `arguments` (validated, as the tool would get them), and the `call` as decoded.
+    `confidence`: with the model setting `confidence=True`, how sure the model was of each
+    argument value (as `ToolCallRecord.confidence`), so a rule can hold back the doubtful calls."""
 
     id: str
     tool: str
     arguments: Any
     call: ToolCall
+    confidence: dict[str, FieldConfidence] | None = None
 
 
 ApprovalPredicate = Callable[[PendingCall], bool]
 """An agent-level rule: given a valid call, whether it waits for approval."""
 
 
-def pending_call(valid: ValidCall) -> PendingCall:
-    return PendingCall(valid.call.id, valid.call.name, valid.arguments, valid.call)
+def pending_call(valid: ValidCall, confidence: dict[str, FieldConfidence] | None = None) -> PendingCall:
+    return PendingCall(valid.call.id, valid.call.name, valid.arguments, valid.call, confidence)
 
 
-def needs_approval(valid: ValidCall, predicate: ApprovalPredicate | None) -> bool:
+def needs_approval(valid: ValidCall, predicate: ApprovalPredicate | None,
+                   confidence: dict[str, FieldConfidence] | None = None) -> bool:
     """Whether a valid call waits: its tool says so, or the agent's predicate does."""
-    return valid.tool.requires_approval or (predicate is not None and bool(predicate(pending_call(valid))))
+    return valid.tool.requires_approval or (
+        predicate is not None and bool(predicate(pending_call(valid, confidence))))
 
 
 def unanswered_calls(messages: Sequence[Message]) -> list[ToolCall]:

@@ -8,6 +8,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from runtimes import Usage
 
+from ._confidence import FieldConfidence
 from ._messages import Message, ToolCall
 
 OutputT = TypeVar("OutputT")
@@ -42,6 +43,11 @@ class ToolCallRecord:
 
     `repeat_of` is the id of the earlier equal call of the run this one repeats (None for a
     first call); `reused` says the tool did not run for it: its outcome is that earlier call's.
+
+    `confidence`: with the model setting `confidence=True`, how sure the model was of each leaf
+    of the arguments it wrote, by JSON pointer inside them (`/city`, `/dates/0`); None where not
+    asked for, where the runtime gave no token scores, or where the calls were not written as
+    JSON (a Python call list), and for calls resumed after an approval.
     """
 
     call: ToolCall
@@ -50,6 +56,7 @@ class ToolCallRecord:
     error: BaseException | None = None
     repeat_of: str | None = None
     reused: bool = False
+    confidence: dict[str, FieldConfidence] | None = None
 
     @property
     def ok(self) -> bool:

@@ -8,11 +8,12 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Iterator
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 from grammar import GrammarError
 from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, Usage, checks
 
+from ._confidence import Extraction, field_confidences, no_scores_reason
 from ._errors import (
     IncompleteOutput,
     InvalidArgument,
@@ -63,6 +64,7 @@ async def aextract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
+    confidence: Literal[False] = False,
 ) -> T: ...
 
 
@@ -78,8 +80,40 @@ async def aextract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
+    confidence: Literal[False] = False,
 ) -> Any: ...
 
+
+@overload
+async def aextract(
+    output_type: type[T],
+    text: str,
+    *,
+    runtime: Runtime | None = None,
+    instructions: str | None = None,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    max_retries: int = 1,
+    output_validator: OutputValidator | None = None,
+    confidence: Literal[True],
+) -> Extraction[T]: ...
+
+
+@overload
+async def aextract(
+    output_type: Any,
+    text: str,
+    *,
+    runtime: Runtime | None = None,
+    instructions: str | None = None,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    max_retries: int = 1,
+    output_validator: OutputValidator | None = None,
+    confidence: bool,
+) -> Any: ...
 
 async def aextract(
     output_type: Any,
@@ -92,6 +126,7 @@ async def aextract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
+    confidence: bool = False,
 ) -> Any:
     """`text`'s content as a `T` (a pydantic model, dataclass, TypedDict, `list[...]` ...).
 
@@ -105,6 +140,10 @@ async def aextract(
     raises `ModelRetry` to refuse it with a message (a correction too). The error's `retries`
     lists the corrections asked for. `ModelRequestFailed` for whatever the runtime raised. A
     bad argument is an `InvalidArgument` naming it.
+
+    `confidence=True` returns an `Extraction[T]` instead: the value, and how sure the model was
+    of each of its leaf values (`Extraction.fields`, by JSON pointer), read from the runtime's
+    token scores (local runtimes then read a model pass per token: no jump-forward).
     """
     check_text("text", text, optional=False)
     check_text("instructions", instructions)
@@ -114,6 +153,8 @@ async def aextract(
         checks.check_count("max_retries", max_retries, least=0)
     if output_validator is not None and not callable(output_validator):
         raise InvalidArgument("output_validator", f"must be a function, not {type(output_validator).__name__}")
+    if not isinstance(confidence, bool):
+        raise InvalidArgument("confidence", f"must be True or False, not {type(confidence).__name__}")
     spec = output_spec(output_type)
     rt = resolve_runtime(runtime)
     messages = extraction_messages(spec, text, instructions)
@@ -123,7 +164,7 @@ async def aextract(
     while True:
         attempt += 1
         generation = await _generate(rt, messages, spec, max_tokens=max_tokens, temperature=temperature, seed=seed,
-                                     usage=usage)
+                                     usage=usage, scores=confidence)
         usage = usage + generation.usage
         messages = messages + [{"role": "assistant", "content": generation.text}]
         try:
@@ -136,7 +177,7 @@ async def aextract(
             if retries:
                 retries = [dataclasses.replace(r, fixed_at=attempt) for r in retries]
                 logger.info("extract: attempt %d fixed %d refused answer(s)", attempt, len(retries))
-            return value
+            return with_confidence(value, generation, rt.name) if confidence else value
         retries.append(RetryRecord(attempt, "output", kind, told))  # type: ignore[arg-type]
         if len(retries) > max_retries:
             error = OutputValidationError(violations, generation.text, messages=messages, usage=usage)
@@ -146,12 +187,23 @@ async def aextract(
         messages = messages + [{"role": "user", "content": told}]
 
 
+def with_confidence(value: T, generation: Generation, runtime_name: str) -> Extraction[T]:
+    """`value` with how sure the model was of each leaf of the JSON it wrote."""
+    if generation.token_scores is None:
+        return Extraction(value, None, generation.text, no_scores_reason(runtime_name))
+    try:
+        fields = field_confidences(generation)
+    except ValueError as exc:  # the scores do not spell the text: none is given rather than a wrong one
+        return Extraction(value, None, generation.text, f"the token scores could not be matched to the text: {exc}")
+    return Extraction(value, fields, generation.text)
+
+
 async def _generate(rt: Runtime, messages: list[dict[str, Any]], spec: OutputSpec[Any], *, max_tokens: int,
-                    temperature: float, seed: int | None, usage: Usage) -> Generation:
+                    temperature: float, seed: int | None, usage: Usage, scores: bool = False) -> Generation:
     """One generation of an extraction, whole (not cut by its budget), or a typed error."""
     with runtime_errors(rt, messages, max_tokens):
         generation = await rt.generate(
-            messages, grammar=spec.grammar, max_tokens=max_tokens, temperature=temperature, seed=seed
+            messages, grammar=spec.grammar, max_tokens=max_tokens, temperature=temperature, seed=seed, scores=scores
         )
     check_ending(generation, messages, max_tokens, usage)
     return generation
@@ -214,6 +266,7 @@ def extract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
+    confidence: Literal[False] = False,
 ) -> T: ...
 
 
@@ -229,8 +282,40 @@ def extract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
+    confidence: Literal[False] = False,
 ) -> Any: ...
 
+
+@overload
+def extract(
+    output_type: type[T],
+    text: str,
+    *,
+    runtime: Runtime | None = None,
+    instructions: str | None = None,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    max_retries: int = 1,
+    output_validator: OutputValidator | None = None,
+    confidence: Literal[True],
+) -> Extraction[T]: ...
+
+
+@overload
+def extract(
+    output_type: Any,
+    text: str,
+    *,
+    runtime: Runtime | None = None,
+    instructions: str | None = None,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    max_retries: int = 1,
+    output_validator: OutputValidator | None = None,
+    confidence: bool,
+) -> Any: ...
 
 def extract(
     output_type: Any,
@@ -243,6 +328,7 @@ def extract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
+    confidence: bool = False,
 ) -> Any:
     """`aextract` for code without an event loop."""
     try:
@@ -252,6 +338,7 @@ def extract(
             aextract(
                 output_type, text, runtime=runtime, instructions=instructions, max_tokens=max_tokens,
                 temperature=temperature, seed=seed, max_retries=max_retries, output_validator=output_validator,
+                confidence=confidence,
             )
         )
     raise RuntimeError("extract was called inside a running event loop; use `await aextract(...)`")

@@ -19,12 +19,15 @@ class ModelSettings(TypedDict, total=False):
     `agent.run(..., model_settings=...)` (the run's override the agent's, key by key).
 
     `temperature` (0 is greedy), `top_p` (nucleus sampling, in (0, 1]), `seed` (an int, or
-    None for no fixed seed), `max_tokens` (per model turn)."""
+    None for no fixed seed), `max_tokens` (per model turn), `confidence` (True: each call's
+    `ToolCallRecord.confidence` says how sure the model was of each argument value; local
+    runtimes then read a model pass per token)."""
 
     temperature: float
     top_p: float
     seed: int | None
     max_tokens: int
+    confidence: bool
 
 
 MODEL_SETTINGS = frozenset(ModelSettings.__annotations__)
@@ -50,6 +53,8 @@ def check_model_settings(settings: Any, argument: str = "model_settings") -> Mod
             checks.check_seed(f"{argument}['seed']", settings["seed"])
         if "max_tokens" in settings:
             checks.check_count(f"{argument}['max_tokens']", settings["max_tokens"])
+    if "confidence" in settings and not isinstance(settings["confidence"], bool):
+        raise InvalidArgument(f"{argument}['confidence']", f"must be True or False, not {type(settings['confidence']).__name__}")
     return ModelSettings(**settings)  # type: ignore[typeddict-item]
 
 
@@ -69,7 +74,8 @@ class RunSettings:
     def generation_options(self) -> dict[str, Any]:
         """The model settings as a runtime's `generate` keywords (less `max_tokens`, which a
         turn's budget decides)."""
-        return {"temperature": self.model["temperature"], "top_p": self.model["top_p"], "seed": self.model["seed"]}
+        return {"temperature": self.model["temperature"], "top_p": self.model["top_p"], "seed": self.model["seed"],
+                "scores": self.model.get("confidence", False)}
 
 
 def run_tools(

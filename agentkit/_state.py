@@ -45,6 +45,7 @@ class RunState:
     earlier_turns: int = 0  # assistant turns of the conversation the run continues
     trace: RunTrace = field(default_factory=lambda: RunTrace.off())
     timeout: float | None = None  # the run's, in seconds (`deadline` is when it ends)
+    confidence: dict[str, Any] = field(default_factory=dict)  # call id: its arguments' `FieldConfidence`s
 
     def context(self) -> dict[str, Any]:
         return {"messages": list(self.messages), "usage": self.usage}

@@ -102,6 +102,13 @@ def tools_and_agents(rt: Runtime) -> None:
     assert_type(person, Person)
     ages = extract(list[int], "1, 2 and 3", runtime=rt)
     print(person.name, ages)
+    scored = extract(Person, "Ann is 31.", runtime=rt, confidence=True)
+    assert_type(scored, agentkit.Extraction[Person])
+    assert_type(scored.value, Person)
+    for pointer, field in (scored.fields or {}).items():
+        assert_type(field, agentkit.FieldConfidence)
+        print(pointer, field.probability, field.min_token_probability, field.masked_mass)
+    print(scored.doubtful(0.5), scored.missing)
 
 
 def grammars(vocab: Vocabulary) -> None:
