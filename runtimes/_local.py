@@ -25,6 +25,8 @@ from grammar import CompiledGrammar, Grammar, Matcher, TokenMask, Vocabulary
 
 from ._drafting import Drafter, drafter_for
 from ._errors import RuntimeFailure
+from ._asap import Trees, Walk
+from ._healing import back_up, heals
 from ._protocol import Generation, Messages, Request, Runtime, TextStream
 from ._sampling import Sampler
 from ._batch import Feed
@@ -63,6 +65,7 @@ class LocalRuntime(Runtime):
         self._released = False
         self._draft: object = None
         self._drafter: Drafter | None = None
+        self._asap = Trees()  # grammar-aligned sampling's estimates, per request
 
     @property
     def draft(self) -> object:
@@ -220,11 +223,14 @@ class LocalRuntime(Runtime):
         """The request made ready to decode (off the event loop): grammar compiled, prompt tokenized."""
         compiled = self.compiled(request.grammar) if request.grammar is not None else None
         prompt = self._prompt_ids(request.messages, request.tools)
+        healing = b""
+        if heals(request.messages, request.heal):
+            prompt, healing = back_up(prompt, self.vocabulary)
         return Sequence(
             self.name,
             self.vocabulary,
             prompt,
-            self._budget(len(prompt), request.max_tokens),
+            self._budget(len(prompt), request.max_tokens + (1 if healing else 0)),  # the healed token is the prompt's
             Matcher(compiled, stop_when_complete=True) if compiled is not None else None,
             Sampler(request.temperature, request.top_p, seed),
             sink,
@@ -237,6 +243,9 @@ class LocalRuntime(Runtime):
             draft_limit=self.draft_tokens,
             step_tokens=self._step_tokens(),
             scores=request.scores,
+            healing=healing,
+            asap=Walk(self._asap.get((compiled, tuple(prompt), request.temperature)), request.temperature)
+            if request.sampling == "asap" else None,
         )
 
     def _step_tokens(self) -> int | None:

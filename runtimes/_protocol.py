@@ -11,9 +11,10 @@ from typing import Any, Literal
 from grammar import Grammar
 
 from ._errors import InvalidRequest
-from .checks import check_count, check_messages, check_number, check_seed
+from .checks import check_count, check_heal, check_messages, check_number, check_seed
 
 FinishReason = Literal["stop", "length", "grammar_complete", "cancelled"]
+Sampling = Literal["masked", "asap"]
 ToolCallEnvelope = Literal["json", "hermes", "python"]
 Messages = list[dict[str, Any]] | str
 
@@ -81,8 +82,12 @@ class Generation:
     choice of token to close the document within the token budget; None if it never did. The
     document is whole either way, but from there on its values may be cut short.
 
-    token_scores: with `scores=True`, one `TokenScore` per token of `text`, in order (None where
-    not asked for, or where the runtime cannot give them).
+    token_scores: with `scores=True`, one `TokenScore` per token of `token_ids`, in order (None
+    where not asked for, or where the runtime cannot give them); their bytes spell `text`.
+
+    healed: where the prompt was healed (`heal`), the bytes of its last token, which the answer's
+    first tokens wrote again before `text` (so `token_ids` spell `healed` + `text`); b"" where
+    it was not. That token is counted in `usage.completion_tokens`, not against `max_tokens`.
     """
 
     text: str
@@ -91,6 +96,7 @@ class Generation:
     token_ids: list[int] | None = None
     steered_from: int | None = None
     token_scores: list[TokenScore] | None = None
+    healed: bytes = b""
 
     @property
     def steered(self) -> bool:
@@ -111,6 +117,8 @@ class Request:
     seed: int | None = None
     tools: list[dict[str, Any]] | None = None
     scores: bool = False
+    heal: bool | None = None
+    sampling: Sampling = "masked"
 
     def __post_init__(self) -> None:
         check_messages(self.messages)
@@ -126,6 +134,12 @@ class Request:
             raise InvalidRequest("tools", "must be a list of OpenAI function-tool dicts, or None")
         if not isinstance(self.scores, bool):
             raise InvalidRequest("scores", f"must be True or False, not {type(self.scores).__name__}")
+        check_heal(self.messages, self.heal)
+        if self.sampling not in ("masked", "asap"):
+            raise InvalidRequest("sampling", f"must be 'masked' or 'asap', not {self.sampling!r}")
+        if self.sampling == "asap" and (self.grammar is None or self.temperature == 0.0 or self.top_p < 1.0):
+            raise InvalidRequest("sampling", "'asap' reweights sampling under a grammar: it needs a grammar, "
+                                 "temperature > 0 and top_p 1")
 
 
 class TextStream(AsyncIterator[str]):
@@ -192,13 +206,25 @@ class Runtime(ABC):
         seed: int | None = None,
         tools: list[dict[str, Any]] | None = None,
         scores: bool = False,
+        heal: bool | None = None,
+        sampling: Sampling = "masked",
     ) -> Generation:
         """The whole answer to `messages` (a chat, or a plain string for raw completion).
 
         `scores=True` asks for `Generation.token_scores`: each token's probability under the
         model and the mass the grammar removed (local runtimes read a model pass per token for
-        them, so jump-forward is off for that generation)."""
-        request = Request(messages, grammar, max_tokens, temperature, top_p, seed, tools, scores)
+        them, so jump-forward is off for that generation).
+
+        `heal` (local runtimes, raw string prompts): back up over the prompt's last token and
+        hold the answer to start with its bytes, so a prompt cut mid-word is continued as the
+        whole word would be; the text returned still continues the prompt. None (the default)
+        heals a raw prompt that ends in a word character; True any raw prompt; False none.
+
+        `sampling="asap"` (local runtimes; a grammar, temperature > 0): grammar-aligned
+        sampling. Repeated samples of the same request come to follow the model's distribution
+        conditioned on the grammar, which masking alone skews (see `runtimes._asap`); the
+        default "masked" masks each step and nothing more."""
+        request = Request(messages, grammar, max_tokens, temperature, top_p, seed, tools, scores, heal, sampling)
         return await self._generate(request)
 
     def stream(
@@ -212,10 +238,13 @@ class Runtime(ABC):
         seed: int | None = None,
         tools: list[dict[str, Any]] | None = None,
         scores: bool = False,
+        heal: bool | None = None,
+        sampling: Sampling = "masked",
     ) -> TextStream:
-        """The answer as text pieces, each a whole number of characters (`scores` as in
-        `generate`: on the stream's `generation`)."""
-        return self._stream(Request(messages, grammar, max_tokens, temperature, top_p, seed, tools, scores))
+        """The answer as text pieces, each a whole number of characters (`scores`, `heal` and
+        `sampling` as in `generate`; scores on the stream's `generation`)."""
+        return self._stream(Request(messages, grammar, max_tokens, temperature, top_p, seed, tools, scores, heal,
+                                    sampling))
 
     @abstractmethod
     async def _generate(self, request: Request) -> Generation:

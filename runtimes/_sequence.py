@@ -16,6 +16,10 @@ it would have step by step, keeping the guesses up to the first one its choice d
 Scores (`scores=True`): each token chosen from a logits row is scored against that whole row
 (its log-probability, and the mass the grammar's mask removed). A forced token taken without a
 pass has no row, so a scored sequence does not jump forward.
+
+Healing (`healing`: the bytes of the prompt's last token, backed up over): until the answer has
+written them, each token is chosen among those that spell them (see `_healing`), and only what
+lies past them reaches the text and the grammar; no jump or guess is made meanwhile.
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ import numpy as np
 
 from grammar import Matcher, ReasoningSpan, TokenMask, Vocabulary
 
+from ._asap import Walk
 from ._drafting import Drafter
+from ._healing import Healer
 from ._errors import RuntimeFailure
 from ._protocol import FinishReason, Generation, TokenScore, Usage
 from ._sampling import Sampler
@@ -84,6 +90,8 @@ class Sequence:
         draft_limit: int = 8,
         step_tokens: int | None = None,
         scores: bool = False,
+        healing: bytes = b"",
+        asap: Walk | None = None,
     ):
         self.name = name
         self.vocabulary = vocabulary
@@ -95,9 +103,14 @@ class Sequence:
         self.cancel = cancel
         self._host = host
         self._masked = masked
-        self.jump_forward = jump_forward and matcher is not None and not scores
+        # A scored or grammar-aligned sequence reads a row at every step (a forced token has none).
+        self.jump_forward = jump_forward and matcher is not None and not scores and asap is None
+        self._asap = asap
         self.scores: list[TokenScore] | None = [] if scores else None
         self._scored: tuple[np.ndarray, float, float] | None = None  # the last row's (row, log-sum, masked mass)
+        self._healer = Healer(vocabulary, healing) if healing else None
+        self.healed = healing
+        self._written: bytes | None = None  # a healing token's bytes past the healed ones, for `_emit`
         self.drafter = drafter
         self.draft_limit = draft_limit
         self.step_tokens = step_tokens
@@ -163,6 +176,8 @@ class Sequence:
             self.finish("grammar_complete")
             return False
         if self.generated == self.budget:
+            if self._asap is not None:
+                self._asap.left = True  # cut by the budget: whether the model would end here is unknown
             complete = self.matcher is not None and self.matcher.is_complete()
             self.finish("grammar_complete" if complete else "length")
             return False
@@ -179,7 +194,7 @@ class Sequence:
         """Jump-forward: append to `tokens` each next token the grammar forces (the only one
         its mask allows), taken as a step would take it; False once that finished the sequence."""
         matcher = self.matcher
-        if not self.jump_forward or matcher is None:
+        if not self.jump_forward or matcher is None or self._healer is not None:
             return True
         while self._room(tokens) > 0:
             if self._span is not None and self._span.spent:
@@ -197,7 +212,7 @@ class Sequence:
     def _guess(self, tokens: list[int]) -> list[int]:
         """The drafter's guesses to follow `tokens` (already taken), each allowed by a fork of
         the matcher, forced tokens between them filled in; never an end-of-sequence token."""
-        if self.drafter is None:
+        if self.drafter is None or self._healer is not None or self._asap is not None:
             return []
         limit = min(self.draft_limit, self._room(tokens))
         if limit <= 0:
@@ -236,6 +251,8 @@ class Sequence:
         whose first state can be completed within its budget so always ends whole.
         """
         matcher = self.matcher
+        if self._healer is not None:
+            return self._heal(logits, draft)
         if self.scores is not None:
             self._measure(logits)
         if matcher is None:
@@ -246,24 +263,53 @@ class Sequence:
             if token is not None:  # else no token spells it here: the grammar decides, as ever
                 if not matcher.accept_token(token):
                     raise RuntimeFailure(f"the matcher refused token {token}, which spells the reasoning span's close")
+                if self._asap is not None:
+                    self._asap.left = True  # not the model's choice: no estimate below it
                 return token
+        raw = np.array(self._host(logits), dtype=np.float64) if self._asap is not None else None
         row, mask = self._masked(logits, matcher)
+        if self._asap is not None:
+            self._asap.reweight(raw, matcher.next_token_mask().allowed_ids(), row)
         token = self.sampler.select(row, mask) if draft is None else self.sampler.verify(row, mask, draft)
-        return self._settle(token, row, remaining)
+        token = self._settle(token, row, remaining)
+        if self._asap is not None:
+            self._asap.took(token, token in self.vocabulary.eos_ids)
+        return token
 
-    def _measure(self, logits: Any) -> None:
+    def _heal(self, logits: Any, draft: int | None) -> int:
+        """A token while the healed bytes are still to be written: one of the healer's
+        candidates, chosen as any step chooses; what it writes past them enters the grammar."""
+        healer = self._healer
+        assert healer is not None
+        ids = healer.candidates(self.matcher, self.budget - self.generated)
+        if self.scores is not None:
+            self._measure(logits, ids)
+        row = self._host(logits)
+        held = np.full(row.shape, -np.inf, dtype=row.dtype)
+        held[ids] = row[ids]
+        token = self.sampler.select(held) if draft is None else self.sampler.verify(held, None, draft)
+        self._written = healer.take(token)
+        if healer.done:
+            self._healer = None
+        if self._written and self.matcher is not None and not self.matcher.accept_bytes(self._written):
+            raise RuntimeFailure(f"the matcher refused {self._written!r}, which the healer checked against it")
+        return token
+
+    def _measure(self, logits: Any, allowed: np.ndarray | None = None) -> None:
         """Keep what scoring the token chosen from `logits` needs: the whole row (a copy, as
         selection may overwrite it), its log-sum-exp, and the share of its mass the grammar's
-        mask removes."""
+        mask (or the `allowed` ids) removes."""
         row = np.array(self._host(logits), dtype=np.float64)
         top = float(row.max())
         total = float(np.exp(row - top).sum())
         masked = 0.0
-        if self.matcher is not None:
+        if allowed is not None:
+            masked = 1.0 - float(np.exp(row[allowed] - top).sum()) / total
+        elif self.matcher is not None:
             kept = row.copy()
             self.matcher.next_token_mask().apply(kept)
-            masked = min(1.0, max(0.0, 1.0 - float(np.exp(kept - top).sum()) / total))
-        self._scored = (row, top + float(np.log(total)), masked)
+            masked = 1.0 - float(np.exp(kept - top).sum()) / total
+        self._scored = (row, top + float(np.log(total)), min(1.0, max(0.0, masked)))
 
     def _settle(self, token: int, row: np.ndarray | None, remaining: int) -> int:
         """Take `token` into the matcher, or, where the document could then not be closed within
@@ -291,7 +337,8 @@ class Sequence:
 
     def _emit(self, token: int) -> None:
         self.token_ids.append(token)
-        data = self.vocabulary.token_bytes(token)
+        data = self.vocabulary.token_bytes(token) if self._written is None else self._written
+        self._written = None
         if self.scores is not None:
             if self._scored is None:
                 raise RuntimeFailure(f"{self.name}: token {token} was written without a logits row to score it by")
@@ -308,6 +355,8 @@ class Sequence:
 
     def finish(self, reason: FinishReason) -> None:
         """End the generation: flush the decoder and hand the caller its `Generation`."""
+        if self._asap is not None and reason == "grammar_complete":
+            self._asap.finished()
         tail = self._text.decode(b"", final=True)
         if tail:
             self._pieces.append(tail)
@@ -315,7 +364,8 @@ class Sequence:
                 self.sink(tail)
         usage = Usage(len(self.prompt), self.generated, forward_passes=self.forward_passes,
                       drafted_tokens=self.drafted, accepted_tokens=self.accepted)
-        generation = Generation("".join(self._pieces), reason, usage, self.token_ids, self.steered_from, self.scores)
+        generation = Generation("".join(self._pieces), reason, usage, self.token_ids, self.steered_from, self.scores,
+                                self.healed)
         if not self.future.done():
             self.future.set_result(generation)
 

@@ -105,3 +105,12 @@ def _short(value: Any) -> str:
     except Exception:  # a hostile __repr__: the type is all that can be said
         return f"<{type(value).__name__}>"
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_heal(messages: Any, heal: Any) -> None:
+    """Token healing's switch: True, False or None, and True only for a raw string prompt."""
+    if heal is not None and not isinstance(heal, bool):
+        raise InvalidRequest("heal", f"must be True, False or None, not {type(heal).__name__}")
+    if heal is True and not isinstance(messages, str):
+        raise InvalidRequest("heal", "token healing is for a raw string prompt; a chat's prompt ends in the "
+                             "template's own tokens, which are not the caller's text")

@@ -26,6 +26,7 @@ from ._errors import (
     ConnectionFailure,
     GenerationTimeout,
     GrammarIgnored,
+    InvalidRequest,
     ResponseTooLarge,
     RuntimeFailure,
     ServerError,
@@ -170,6 +171,12 @@ class OpenAICompatible(Runtime):
             body["stream_options"] = {"include_usage": True}
         if request.seed is not None:
             body["seed"] = request.seed
+        if request.heal:
+            raise InvalidRequest("heal", f"{self.name}: the server tokenizes the prompt itself, so it cannot be "
+                                 "healed here; heal a raw prompt on a local runtime")
+        if request.sampling != "masked":
+            raise InvalidRequest("sampling", f"{self.name}: the server samples on its own, so "
+                                 f"sampling={request.sampling!r} needs a local runtime")
         if request.scores and not stream:
             body["logprobs"] = True if not isinstance(request.messages, str) else 1
         if request.grammar is not None:

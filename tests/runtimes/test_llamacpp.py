@@ -141,10 +141,14 @@ async def test_cancelling_a_generation_frees_the_model(default_runtime):
 
 @pytest.mark.model
 async def test_a_plain_string_is_a_raw_completion(default_runtime):
-    gen = await default_runtime.generate("The capital of France is", max_tokens=8)
+    gen = await default_runtime.generate("The capital of France is", max_tokens=8, heal=False)
     assert gen.usage.prompt_tokens == 5
     assert gen.finish_reason in ("stop", "length")
     assert "Paris" in gen.text
+    # By default a prompt ending in a word is healed: its last token is written again by the answer.
+    healed = await default_runtime.generate("The capital of France is", max_tokens=8)
+    assert healed.usage.prompt_tokens == 4 and healed.healed.strip() == b"is" and healed.text == gen.text
+    assert default_runtime.vocabulary.decode(healed.token_ids) == healed.healed + gen.text.encode()
 
 
 # --- control tokens: only the template's own markup is read as one -------------------------

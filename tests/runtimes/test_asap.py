@@ -1,0 +1,98 @@
+"""Grammar-aligned sampling (`sampling="asap"`): repeated samples of one request come to follow
+the model's distribution conditioned on the grammar, computed here exactly by teacher forcing
+every token path of a small finite grammar through the test model."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import zlib
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+
+import grammar
+from runtimes import InvalidRequest, OpenAICompatible
+from runtimes.testing import GreedyTokenizer, RandomRuntime, render_plain
+
+PROMPT = "Pick one."
+
+
+def exact_distribution(rt: RandomRuntime, prompt: str, g: grammar.Grammar, temperature: float) -> dict[str, float]:
+    """P(text | the answer is in the grammar) under the test model, over every token path."""
+    tokens = GreedyTokenizer(rt.vocabulary).encode(render_plain(prompt, None))
+    hashes: list[int] = []
+    for token in tokens:
+        hashes.append(zlib.crc32(token.to_bytes(8, "little", signed=True), hashes[-1] if hashes else 0))
+    matcher = grammar.Matcher(grammar.compile(g, rt.vocabulary), stop_when_complete=True)
+    found: dict[str, float] = defaultdict(float)
+
+    def walk(prob: float, text: bytes) -> None:
+        if matcher.is_terminated():  # the runtime ends here without asking the model
+            found[text.decode()] += prob
+            return
+        row = rt._logits(tokens, hashes[-1]).astype(np.float64) / temperature
+        probs = np.exp(row - row.max())
+        probs /= probs.sum()
+        for token in matcher.next_token_mask().allowed_ids().tolist():
+            if token in rt.vocabulary.eos_ids:
+                found[text.decode()] += prob * probs[token]
+                continue
+            assert matcher.accept_token(token)
+            tokens.append(token)
+            hashes.append(zlib.crc32(token.to_bytes(8, "little", signed=True), hashes[-1]))
+            walk(prob * probs[token], text + rt.vocabulary.token_bytes(token))
+            tokens.pop()
+            hashes.pop()
+            matcher.rollback(1)
+
+    walk(1.0, b"")
+    total = sum(found.values())
+    return {text: p / total for text, p in found.items()}
+
+
+def kl(samples: list[str], exact: dict[str, float]) -> float:
+    counts = Counter(samples)
+    n = len(samples)
+    return sum(c / n * math.log(c / n / exact[text]) for text, c in counts.items())
+
+
+async def _samples(rt: RandomRuntime, g: grammar.Grammar, n: int, sampling: str) -> list[str]:
+    texts = []
+    for seed in range(n):  # one after another: each sample's estimates guide the next
+        texts.append((await rt.generate(PROMPT, grammar=g, temperature=1.0, seed=seed, max_tokens=16,
+                                        sampling=sampling)).text)
+    return texts
+
+
+@pytest.mark.parametrize("pattern, seed", [("(a|b|c)[a-e]?[a-e]?", 0), ("(ab|ac|ba|x|xyz|yx)", 3), ("t(rue|ab)?[0-9]?", 5)])
+def test_asap_samples_approach_the_grammar_conditioned_distribution(pattern, seed):
+    g = grammar.from_regex(pattern)
+    rt = RandomRuntime(seed=seed, scale=3.0)
+    exact = exact_distribution(rt, PROMPT, g, 1.0)
+    masked = asyncio.run(_samples(rt, g, 1500, "masked"))
+    aligned = asyncio.run(_samples(RandomRuntime(seed=seed, scale=3.0), g, 1500, "asap"))
+    assert set(aligned) <= set(exact) and set(masked) <= set(exact)  # every sample is in the grammar
+    assert kl(aligned, exact) < 0.5 * kl(masked, exact), (kl(aligned, exact), kl(masked, exact))
+
+
+def test_the_first_asap_sample_is_a_masked_sample():
+    g = grammar.from_regex("(ab|ac|ba|x|xyz|yx)")
+    first = RandomRuntime(seed=3).generate_sync(PROMPT, grammar=g, temperature=1.0, seed=7, sampling="asap")
+    plain = RandomRuntime(seed=3).generate_sync(PROMPT, grammar=g, temperature=1.0, seed=7)
+    assert first.text == plain.text
+
+
+@pytest.mark.parametrize("options", [dict(temperature=0.0), dict(top_p=0.9, temperature=1.0), dict(grammar=None),
+                                     dict(sampling="best")])
+def test_asap_options_are_checked(options):
+    request = dict(grammar=grammar.from_regex("a|b"), temperature=1.0, sampling="asap") | options
+    with pytest.raises(InvalidRequest, match="sampling"):
+        RandomRuntime().generate_sync(PROMPT, **request)
+
+
+def test_a_server_refuses_asap():
+    server = OpenAICompatible("http://127.0.0.1:9", model="m", max_retries=0)
+    with pytest.raises(InvalidRequest, match="sampling.*local"):
+        asyncio.run(server.generate(PROMPT, grammar=grammar.from_regex("a|b"), temperature=1.0, sampling="asap"))
