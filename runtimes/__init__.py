@@ -29,7 +29,7 @@ from ._errors import (
     TokenBudgetExceeded,
 )
 from ._local import LocalRuntime
-from ._protocol import FinishReason, Generation, Runtime, TextStream, TokenScore, ToolCallEnvelope, Usage
+from ._protocol import FinishReason, Generation, Runtime, Sampling, TextStream, TokenScore, ToolCallEnvelope, Usage
 from .llamacpp import LlamaCpp
 from .mlc import MLC
 from .openai import OpenAICompatible
@@ -56,6 +56,7 @@ __all__ = [
     "Runtime",
     "RuntimeFailure",
     "RuntimeUnavailable",
+    "Sampling",
     "ServerError",
     "StreamInterrupted",
     "TextStream",

@@ -141,6 +141,21 @@ def test_device_and_host_masking_choose_the_same_tokens(folder, mlc, city_answer
         asyncio.run(on_host.aclose())
 
 
+def test_scores_are_read_from_the_row_before_the_device_masks_it(folder, mlc):
+    g = grammar.from_json_schema(CITY)
+    scored = mlc.generate_sync(CITY_PROMPT, grammar=g, max_tokens=16, scores=True)
+    on_host = load(folder, mask_on_device=False)
+    try:
+        expected = on_host.generate_sync(CITY_PROMPT, grammar=g, max_tokens=16, scores=True)
+    finally:
+        asyncio.run(on_host.aclose())
+    assert scored.token_ids == expected.token_ids and len(scored.token_scores) == len(scored.token_ids)
+    for got, want in zip(scored.token_scores, expected.token_scores, strict=True):
+        assert got.logprob == pytest.approx(want.logprob, abs=1e-4)
+        assert got.masked_mass == pytest.approx(want.masked_mass, abs=1e-4)
+    assert max(s.masked_mass for s in scored.token_scores) > 0.0  # what the kernel removed is seen
+
+
 def test_a_small_budget_is_steered_to_a_whole_document(mlc, caplog):
     with caplog.at_level(logging.INFO, logger="runtimes"):
         gen = mlc.generate_sync(CITY_PROMPT, grammar=grammar.from_json_schema(CITY), max_tokens=5)
