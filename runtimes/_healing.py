@@ -18,10 +18,12 @@ from grammar import Matcher, Vocabulary
 
 def heals(messages: object, heal: bool | None) -> bool:
     """Whether a request's prompt is healed: `heal=True` for a raw string prompt; by default
-    (None) where a raw string prompt ends in a word character, likely mid-word."""
+    (None) where a raw string prompt ends in a word character (likely mid-word) or a space
+    (which tokenizers join to the next word: " York", so "New " leaves the model a token it
+    rarely saw before a word)."""
     if heal is False or not isinstance(messages, str) or not messages:
         return False
-    return heal is True or messages[-1].isalnum() or messages[-1] == "_"
+    return heal is True or messages[-1].isalnum() or messages[-1] in "_ \t"
 
 
 def back_up(prompt: list[int], vocabulary: Vocabulary) -> tuple[list[int], bytes]:

@@ -218,7 +218,7 @@ class Runtime(ABC):
         `heal` (local runtimes, raw string prompts): back up over the prompt's last token and
         hold the answer to start with its bytes, so a prompt cut mid-word is continued as the
         whole word would be; the text returned still continues the prompt. None (the default)
-        heals a raw prompt that ends in a word character; True any raw prompt; False none.
+        heals a raw prompt that ends in a word character or a space; True any raw prompt; False none.
 
         `sampling="asap"` (local runtimes; a grammar, temperature > 0): grammar-aligned
         sampling. Repeated samples of the same request come to follow the model's distribution

@@ -55,9 +55,9 @@ def test_healing_composes_with_jump_forward_and_drafting(prompt, pattern, seed, 
     assert (fast.text, fast.token_ids, fast.finish_reason) == (plain.text, plain.token_ids, plain.finish_reason)
 
 
-@pytest.mark.parametrize("prompt, healed", [("Say a wor", True), ("Say a word ", False), ("Say: ", False),
-                                            ("x_", True), ("Zahl 7", True)])
-def test_by_default_a_raw_prompt_ending_in_a_word_character_is_healed(prompt, healed):
+@pytest.mark.parametrize("prompt, healed", [("Say a wor", True), ("Say a word ", True), ("Say:", False),
+                                            ("Say:\n", False), ("x_", True), ("Zahl 7", True), ("{", False)])
+def test_by_default_a_raw_prompt_ending_in_a_word_character_or_a_space_is_healed(prompt, healed):
     default = RandomRuntime(seed=2).generate_sync(prompt, max_tokens=6)
     chosen = RandomRuntime(seed=2).generate_sync(prompt, max_tokens=6, heal=healed)
     assert (default.text, default.token_ids) == (chosen.text, chosen.token_ids)
