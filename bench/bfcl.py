@@ -362,6 +362,14 @@ def corpus_bfcl() -> Path:
     return root / "bfcl"
 
 
+def corpus_missing() -> bool:
+    """Whether the BFCL data is absent; if so, says where it was looked for (on stderr)."""
+    if corpus_bfcl().is_dir():
+        return False
+    print(f"BFCL data not found at {corpus_bfcl()}: set AGENTKIT_CORPUS", file=sys.stderr)
+    return True
+
+
 def load(category: str, root: Path, limit: int | None) -> tuple[list[Item], list[str]]:
     """The category's items (first `limit`), and ids whose tools cannot be built (with why)."""
     questions = _lines(root / f"BFCL_v4_{category}.json")
@@ -577,8 +585,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.prompt == "agent" and (args.variant or args.think is not None):
         parser.error("--variant and --think are for --prompt template or python; the agent's turn is its own")
-    if not corpus_bfcl().is_dir():
-        print(f"BFCL data not found at {corpus_bfcl()}: set AGENTKIT_CORPUS", file=sys.stderr)
+    if corpus_missing():
         return 2
     runtime = models.runtime(args.model)
     mode = f"agent, tool_prompt={args.tool_prompt}" if args.prompt == "agent" else args.prompt

@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from bench import models
-from bench.bfcl import corpus_bfcl, load
+from bench.bfcl import corpus_bfcl, corpus_missing, load
 
 CATEGORIES = ("simple_python", "multiple", "parallel")
 
@@ -79,8 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", type=int, default=0, help="print this many cases")
     models.add_model_option(parser)
     args = parser.parse_args(argv)
-    if not corpus_bfcl().is_dir():
-        print(f"BFCL data not found at {corpus_bfcl()}: set AGENTKIT_CORPUS", file=sys.stderr)
+    if corpus_missing():
         return 2
     runtime = models.runtime(args.model)
     print(f"model: {runtime.name}  prompts: {args.prompts} BFCL texts per kind of cut  max_tokens: {args.max_tokens}")

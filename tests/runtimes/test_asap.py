@@ -96,3 +96,16 @@ def test_a_server_refuses_asap():
     server = OpenAICompatible("http://127.0.0.1:9", model="m", max_retries=0)
     with pytest.raises(InvalidRequest, match="sampling.*local"):
         asyncio.run(server.generate(PROMPT, grammar=grammar.from_regex("a|b"), temperature=1.0, sampling="asap"))
+
+
+def test_the_benchmarks_exact_distribution_is_the_teacher_forced_one():
+    from bench.asap import exact_distribution as read_through_the_model
+
+    g = grammar.from_regex("t(rue|ab)?[0-9]?")
+    rt = RandomRuntime(seed=5, scale=3.0)
+    messages = [{"role": "user", "content": PROMPT}]
+    found, passes = read_through_the_model(rt, messages, g)
+    expected = exact_distribution(rt, render_plain(messages, None), g, 1.0)
+    assert passes > 0 and set(found) <= set(expected)
+    for text, p in expected.items():  # the benchmark prunes paths below 1e-12 of the allowed mass
+        assert found.get(text, 0.0) == pytest.approx(p, rel=1e-6, abs=1e-9)
