@@ -16,14 +16,14 @@ from ._grammar import Dropped, Grammar, Ignored, ReasoningSpan, either
 from ._jsonschema import any_json, from_json_schema
 from ._regex import from_regex
 from ._gbnf_parse import from_gbnf, gbnf_problem, well_formed
-from ._vocab import Vocabulary
-from ._gguf import read_gguf_metadata
+from ._tokens.vocab import Vocabulary
+from ._tokens.gguf import read_gguf_metadata
 from ._reasoning import after_reasoning
 from ._tools import ToolSchema, arguments, free_text, parse_tool_calls, tool_calls, tool_calls_or_text
 from ._masks.compiled import CompiledGrammar, compile
 from ._timing import CompileProfile
 from ._masks.matcher import Matcher, TokenMask
-from ._bitmask import allocate_token_bitmask, apply_token_bitmask, fill_next_token_bitmasks
+from ._tokens.bitmask import allocate_token_bitmask, apply_token_bitmask, fill_next_token_bitmasks
 
 try:  # the installed distribution's version; a checkout that was never installed has none
     __version__ = _distribution_version("agentkit")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ._errors import CompileError, LimitError
 from ._grammar import Grammar
-from ._analysis import left_recursion, nullable, nullable_rules
+from ._ir.analysis import left_recursion, nullable, nullable_rules
 from ._gbnf_render import LLAMA_REPETITION_LIMIT, rules_made
 from ._ir import (
     ANY_CHAR,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from ._errors import CompileError
-from ._analysis import left_recursion, nullable, nullable_rules, productive_rules
+from ._ir.analysis import left_recursion, nullable, nullable_rules, productive_rules
 from ._ir import (
     EMPTY,
     NOTHING,

@@ -9,6 +9,6 @@ these change with the engine). Everything else outside `grammar` uses its public
 
 from ._automaton.pushdown import Automaton
 from ._jsonschema.refs import LEGACY, Document, Place
-from ._tokens import token_tables
+from ._tokens.tables import token_tables
 
 __all__ = ["LEGACY", "Automaton", "Document", "Place", "token_tables"]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .._analysis import left_recursion, nullable_rules
+from .._ir.analysis import left_recursion, nullable_rules
 from .._errors import CompileError
 from .._ir import Ref, Rules, walk
 

@@ -3,7 +3,7 @@ is shared, or is the item of a long counted repeat (one call per count)."""
 
 from __future__ import annotations
 
-from .._analysis import nullable, nullable_rules
+from .._ir.analysis import nullable, nullable_rules
 from .._errors import CompileError, LimitError
 from .._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq
 from .graph import _recursive_rules, _shared_rules, check_left_recursion

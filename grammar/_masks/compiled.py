@@ -12,15 +12,15 @@ import weakref
 
 import numpy as np
 
-from .._analysis import productive_rules, pruned
+from .._ir.analysis import productive_rules, pruned
 from .._automaton.pushdown import Automaton
 from .._automaton.states import DEAD, MAX_STACK_DEPTH, Stack
 from .._errors import CompileError
 from .._grammar import Grammar
 from .._ir import Rules
 from .._timing import CompileProfile, log_compile
-from .._tokens import CharacterProfile, TokenTables, token_tables
-from .._vocab import Vocabulary
+from .._tokens.tables import CharacterProfile, TokenTables, token_tables
+from .._tokens.vocab import Vocabulary
 from .common import _LOOP_BYTES, _SMALL
 from .counted import CountedMixin, _Leavers
 from .framed import FramedMixin, _Inside

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._tokens import CharacterProfile
+from .._tokens.tables import CharacterProfile
 from .common import _CHARACTER_STATES, _LOOP_BYTES, _NO_WORDS, _byte_set
 from .pool import StateMask
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._tokens import LoopClass
+from .._tokens.tables import LoopClass
 from .common import _NO_BYTES, _NO_IDS, _NO_WORDS, _byte_set
 from .pool import StateMask
 from .walks import _Track

@@ -6,7 +6,7 @@ import bisect
 
 import numpy as np
 
-from .._bitmask import bitmask_row
+from .._tokens.bitmask import bitmask_row
 from .._errors import MatcherError
 from .compiled import CompiledGrammar
 from .completion import Known, completion_of

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._tokens import LoopClass
+from .._tokens.tables import LoopClass
 from .common import _FEW_WORDS, _FIRST, _NO_WORDS, _SMALL
 
 

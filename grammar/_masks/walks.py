@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._automaton.states import DEAD, MAX_STACK_DEPTH, UNBUILT
-from .._tokens import MATRIX_WIDTH, LoopClass
+from .._tokens.tables import MATRIX_WIDTH, LoopClass
 from .common import (_BYTES, _ENTRY_STEPS, _FEW, _FEW_WALKS, _LOOP_BYTES, _NO_WORDS, _WIDE_BYTES,
                      _WIDE_RUN)
 

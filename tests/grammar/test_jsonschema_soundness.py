@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 import grammar
 from combinator_schemas import ATOMS, compact, drawn_values, parts, pool_texts, schemas
 from grammar import CompileError, from_json_schema
-from grammar._vocab import Vocabulary
+from grammar import Vocabulary
 
 EOS = 0
 # Single bytes (so a walk can spell anything, and can try every byte inside a string) and

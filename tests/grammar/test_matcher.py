@@ -13,7 +13,7 @@ import grammar
 from grammar._masks.completion import completion_of
 from grammar._grammar import Grammar
 from grammar._ir import alt, char_set, chars, lit, negate, opt, ref, repeat, seq, star
-from grammar._vocab import Vocabulary
+from grammar import Vocabulary
 
 EOS = 0
 SPECIAL = 1

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grammar import Vocabulary
-from grammar._gguf import GGUFError, read_gguf_metadata
+from grammar._tokens.gguf import GGUFError, read_gguf_metadata
 
 # --------------------------------------------------------------------------- a GGUF writer
 

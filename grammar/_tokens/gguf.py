@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import GGUFError
+from .._errors import GGUFError
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)

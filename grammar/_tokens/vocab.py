@@ -17,7 +17,7 @@ from os import PathLike
 
 import numpy as np
 
-from ._gguf import GGUFError, read_gguf_metadata
+from .gguf import GGUFError, read_gguf_metadata
 
 # Token types as GGUF stores them (llama.cpp's llama_token_type).
 _UNDEFINED, _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = range(7)

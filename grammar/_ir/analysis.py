@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ._ir import NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, children_first, repeat, seq, walk
+from .nodes import NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, children_first, repeat, seq, walk
 
 
 def _derives(node: Node, known: set[str], lit_ok: bool, chars_ok: bool) -> bool:
