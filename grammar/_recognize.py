@@ -31,6 +31,7 @@ from functools import lru_cache
 
 from ._errors import CompileError, LimitError
 from ._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq
+from ._ir.ranges import Ranges, intersects, normal, union
 
 WORK_BASE = 250_000
 WORK_PER_CHAR = 250
@@ -40,8 +41,6 @@ _EOF = -1  # the end of the text, as a member of lookahead sets
 
 # State kinds: what the state expects next.
 _DONE, _NT, _CHAR, _LIT, _CLASS, _RUN, _REP = range(7)
-
-Ranges = tuple[tuple[int, int], ...]
 
 
 def accepts(rules: Rules, text: str, *, work_limit: int | None = None) -> bool:
@@ -55,40 +54,6 @@ def accepts(rules: Rules, text: str, *, work_limit: int | None = None) -> bool:
 
 
 # --- character sets ------------------------------------------------------------------------
-
-
-def _normal(ranges: Ranges) -> Ranges:
-    """Sorted, disjoint, non-adjacent ranges (IR classes are, unless built by hand)."""
-    merged: list[tuple[int, int]] = []
-    for lo, hi in sorted(ranges):
-        if lo > hi:
-            continue
-        if merged and lo <= merged[-1][1] + 1:
-            if hi > merged[-1][1]:
-                merged[-1] = (merged[-1][0], hi)
-        else:
-            merged.append((lo, hi))
-    return tuple(merged)
-
-
-def _union(a: Ranges, b: Ranges) -> Ranges:
-    if not a or a == b:
-        return b
-    if not b:
-        return a
-    return _normal(a + b)
-
-
-def _intersects(a: Ranges, b: Ranges) -> bool:
-    i = k = 0
-    while i < len(a) and k < len(b):
-        if a[i][1] < b[k][0]:
-            i += 1
-        elif b[k][1] < a[i][0]:
-            k += 1
-        else:
-            return True
-    return False
 
 
 class _Members(dict):
@@ -128,7 +93,7 @@ def _class_pattern(ranges: Ranges, most: int | None):
 def _class_of(node: Node) -> Ranges | None:
     """The code points `node` matches if it matches exactly one of a set of them, else None."""
     if isinstance(node, Chars):
-        return _normal(node.ranges)
+        return normal(node.ranges)
     if isinstance(node, Lit) and len(node.text) == 1:
         cp = ord(node.text)
         return ((cp, cp),)
@@ -138,7 +103,7 @@ def _class_of(node: Node) -> Ranges | None:
             part = _class_of(item)
             if part is None:
                 return None
-            out = _union(out, part)
+            out = union(out, part)
         return out
     return None
 
@@ -184,7 +149,7 @@ class _Lowering:
         if isinstance(node, Lit):
             return [("L", node.text)] if node.text else []
         if isinstance(node, Chars):
-            return [("C", _normal(node.ranges))]
+            return [("C", normal(node.ranges))]
         if isinstance(node, Ref):
             return [("N", self.rule(node.name))]
         if isinstance(node, Seq):
@@ -257,7 +222,7 @@ class _Lowering:
             other = [part for part in item.items if _class_of(part) is None]
             cls = ()
             for part in single:
-                cls = _union(cls, _class_of(part))
+                cls = union(cls, _class_of(part))
             if cls and other:
                 rest = other[0] if len(other) == 1 else Alt(tuple(other))
                 self.made.append(rest)
@@ -300,7 +265,7 @@ def _propagate(sets: list[Ranges], edges: list[list[int]]) -> None:
     while work:
         a = work.pop()
         for b in edges[a]:
-            grown = _union(sets[b], sets[a])
+            grown = union(sets[b], sets[a])
             if grown != sets[b]:
                 sets[b] = grown
                 work.append(b)
@@ -340,7 +305,7 @@ def _first(prods: list[list[list[tuple]]], reps: dict, nullable: list[bool]) -> 
                 if sym[0] == "N":
                     into[sym[1]].append(nt)
                 else:
-                    first[nt] = _union(first[nt], _sym_first(sym, first))
+                    first[nt] = union(first[nt], _sym_first(sym, first))
                 if not _sym_nullable(sym, nullable):
                     break
     _propagate(first, into)
@@ -371,11 +336,11 @@ def _follow(
             for i in range(len(prod) - 1, -1, -1):
                 sym = prod[i]
                 if sym[0] == "N":
-                    follow[sym[1]] = _union(follow[sym[1]], sfirst[i + 1])
+                    follow[sym[1]] = union(follow[sym[1]], sfirst[i + 1])
                     if snull[i + 1]:
                         feeds[nt].append(sym[1])
                 if _sym_nullable(sym, nullable):
-                    sfirst[i] = _union(_sym_first(sym, first), sfirst[i + 1])
+                    sfirst[i] = union(_sym_first(sym, first), sfirst[i + 1])
                     snull[i] = snull[i + 1]
                 else:
                     sfirst[i] = _sym_first(sym, first)
@@ -387,7 +352,7 @@ def _follow(
             item, _, most, _ = rep
             feeds[nt].append(item)
             if most is None or most >= 2:
-                follow[item] = _union(follow[item], first[nt])
+                follow[item] = union(follow[item], first[nt])
     _propagate(follow, feeds)
     return follow, suffixes
 
@@ -442,14 +407,14 @@ class _Compiled:
                 item, least, most, scan = rep
                 runs = None
                 if scan:
-                    alone = not _intersects(scan, _union(first[item], follow[nt]))
+                    alone = not intersects(scan, union(first[item], follow[nt]))
                     runs = (_class_pattern(scan, most), alone, member(first[item]))
                 counter = (item, least, most, runs)
-                initial[nt].append(state(_REP, counter, nt, _union(first[nt], follow[nt])))
+                initial[nt].append(state(_REP, counter, nt, union(first[nt], follow[nt])))
                 state(_DONE, None, nt, follow[nt])
                 continue
             for prod, (sfirst, snull) in zip(prods[nt], suffixes[nt]):
-                ahead = [_union(f, follow[nt]) if null else f for f, null in zip(sfirst, snull)]
+                ahead = [union(f, follow[nt]) if null else f for f, null in zip(sfirst, snull)]
                 initial[nt].append(len(kind))
                 for i, sym in enumerate(prod):
                     tag = sym[0]
@@ -460,7 +425,7 @@ class _Compiled:
                     elif tag == "C":
                         state(_CLASS, member(sym[1]), nt, ahead[i])
                     else:
-                        alone = not _intersects(sym[1], ahead[i + 1])
+                        alone = not intersects(sym[1], ahead[i + 1])
                         state(_RUN, (_class_pattern(sym[1], sym[3]), sym[2], alone), nt, ahead[i])
                 state(_DONE, None, nt, ahead[-1])
 

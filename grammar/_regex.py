@@ -23,6 +23,7 @@ import warnings
 
 from ._errors import CompileError, LimitError
 from ._grammar import Grammar
+from ._ir.ranges import complement
 from ._ir import (
     ANY_CHAR,
     EMPTY,
@@ -187,24 +188,13 @@ def _category(name: str) -> tuple[tuple[int, int], ...]:
     return tuple(ranges)
 
 
-def _complement(ranges: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
-    out, nxt = [], 0
-    for lo, hi in ranges:
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= MAX_CODE_POINT:
-        out.append((nxt, MAX_CODE_POINT))
-    return out
-
-
 _CLASS_ESCAPES = {
     "d": lambda: list(_category("digit")),
-    "D": lambda: _complement(_category("digit")),
+    "D": lambda: complement(_category("digit")),
     "w": lambda: list(_category("word")),
-    "W": lambda: _complement(_category("word")),
+    "W": lambda: complement(_category("word")),
     "s": lambda: list(_category("space")),
-    "S": lambda: _complement(_category("space")),
+    "S": lambda: complement(_category("space")),
 }
 
 

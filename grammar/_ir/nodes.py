@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from os.path import commonprefix
 from typing import Callable, Iterable, Sequence, Union
 
-MAX_CODE_POINT = 0x10FFFF
+from .ranges import MAX_CODE_POINT, complement, encodable
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,32 +107,9 @@ def lit(text: str) -> Node:
     return Lit(text) if text else EMPTY
 
 
-def _normalize_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    clipped: list[tuple[int, int]] = []
-    for lo, hi in ranges:
-        lo, hi = max(lo, 0), min(hi, MAX_CODE_POINT)
-        # Surrogates cannot be encoded in UTF-8: drop them from every class.
-        if lo <= 0xDFFF and hi >= 0xD800:
-            if lo < 0xD800:
-                clipped.append((lo, 0xD7FF))
-            if hi > 0xDFFF:
-                clipped.append((0xE000, hi))
-        elif lo <= hi:
-            clipped.append((lo, hi))
-    clipped.sort()
-    merged: list[tuple[int, int]] = []
-    for lo, hi in clipped:
-        if merged and lo <= merged[-1][1] + 1:
-            if hi > merged[-1][1]:
-                merged[-1] = (merged[-1][0], hi)
-        else:
-            merged.append((lo, hi))
-    return tuple(merged)
-
-
 def chars(ranges: Iterable[tuple[int, int]]) -> Node:
     """A class from inclusive code point ranges (any order, overlaps allowed)."""
-    normalized = _normalize_ranges(ranges)
+    normalized = encodable(ranges)
     if not normalized:
         return NOTHING
     if len(normalized) == 1 and normalized[0][0] == normalized[0][1]:
@@ -147,19 +124,10 @@ def char_set(text: str) -> Node:
 
 def negate(ranges: Iterable[tuple[int, int]]) -> Node:
     """Every code point not in `ranges`."""
-    normalized = _normalize_ranges(ranges)
-    out: list[tuple[int, int]] = []
-    nxt = 0
-    for lo, hi in normalized:
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= MAX_CODE_POINT:
-        out.append((nxt, MAX_CODE_POINT))
-    return chars(out)
+    return chars(complement(encodable(ranges)))
 
 
-ANY_CHAR = Chars(_normalize_ranges([(0, MAX_CODE_POINT)]))
+ANY_CHAR = Chars(encodable([(0, MAX_CODE_POINT)]))
 
 
 def seq(*items: Node) -> Node:

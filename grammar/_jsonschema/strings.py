@@ -17,7 +17,8 @@ from functools import lru_cache
 from typing import Callable, Iterable
 
 from .._errors import CompileError
-from .._ir import ANY_CHAR, EMPTY, NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, char_set, chars, lit, negate, repeat, seq
+from .._ir import ANY_CHAR, EMPTY, NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, char_set, chars, lit, repeat, seq
+from .._ir.ranges import complement, encodable, intersection
 
 # Code points JSON text cannot hold as themselves.
 _MUST_ESCAPE = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C))
@@ -149,7 +150,7 @@ def _excluding(names: list[str], allowed: Node) -> Node:
     parts: list[Node] = []
     if "" not in names:
         parts.append(EMPTY)
-    others = _intersect_ranges(ranges, negate_ranges(tuple((ord(c), ord(c)) for c in firsts)))
+    others = intersection(ranges, negate_ranges(tuple((ord(c), ord(c)) for c in firsts)))
     if others:
         parts.append(seq(chars(others), repeat(allowed, 0, None)))
     for c in firsts:
@@ -175,7 +176,7 @@ def excluding_text(names: Iterable[str], rule: Callable[[str, Node], Node], tag:
         parts: list[Node] = []
         if _END not in node:
             parts.append(EMPTY)
-        others = _intersect_ranges(ANY_CHAR.ranges, negate_ranges(tuple((ord(c), ord(c)) for c in children)))
+        others = intersection(ANY_CHAR.ranges, negate_ranges(tuple((ord(c), ord(c)) for c in children)))
         if others:
             parts.append(seq(_escape_class(others), rest))
         for c in children:
@@ -197,20 +198,5 @@ _END = object()
 
 
 def negate_ranges(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-    node = negate(ranges)
-    return _class_ranges(node) if node != NOTHING else ()
-
-
-def _intersect_ranges(a, b) -> tuple[tuple[int, int], ...]:
-    out = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        lo = max(a[i][0], b[j][0])
-        hi = min(a[i][1], b[j][1])
-        if lo <= hi:
-            out.append((lo, hi))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return tuple(out)
+    """The encodable code points not in `ranges`."""
+    return encodable(complement(encodable(ranges)))

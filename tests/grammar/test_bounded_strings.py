@@ -165,6 +165,6 @@ def test_a_real_vocabulary_masks_bounded_strings_exactly(smollm2_vocabulary):
         assert set(allowed.tolist()) == _allowed_by_stepping(m, smollm2_vocabulary), prefix
         bitmask = grammar.allocate_token_bitmask(1, smollm2_vocabulary.size)
         m.fill_next_token_bitmask(bitmask)
-        unpacked = grammar._bitmask.unpack_bitmask(bitmask[0], smollm2_vocabulary.size)
+        unpacked = grammar._tokens.bitmask.unpack_bitmask(bitmask[0], smollm2_vocabulary.size)
         assert np.array_equal(np.flatnonzero(unpacked), allowed)
     assert compiled._by_room, "the counted masks were not used"

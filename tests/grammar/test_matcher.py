@@ -149,7 +149,7 @@ def test_mask_agrees_with_accept_token(data, name):
         assert probe.accept_token(token) == (token in allowed), token
     bitmask = grammar.allocate_token_bitmask(1, VOCAB.size)
     m.fill_next_token_bitmask(bitmask)
-    assert set(np.flatnonzero(grammar._bitmask.unpack_bitmask(bitmask[0], VOCAB.size)).tolist()) == allowed
+    assert set(np.flatnonzero(grammar._tokens.bitmask.unpack_bitmask(bitmask[0], VOCAB.size)).tolist()) == allowed
 
 
 @pytest.mark.parametrize("depth", [1, 40, 60, 62, 63, 64])
@@ -224,7 +224,7 @@ def test_bitmask_matches_sparse_mask():
     bitmask = grammar.allocate_token_bitmask(2, VOCAB.size)
     for piece in [b'{"name":', b'"x', b"y"]:
         m.fill_next_token_bitmask(bitmask, 1)
-        dense = np.flatnonzero(grammar._bitmask.unpack_bitmask(bitmask[1], VOCAB.size))
+        dense = np.flatnonzero(grammar._tokens.bitmask.unpack_bitmask(bitmask[1], VOCAB.size))
         np.testing.assert_array_equal(dense, m.next_token_mask().allowed_ids())
         assert (bitmask[0] == -1).all()
         m.accept_bytes(piece)
@@ -240,7 +240,7 @@ def test_bitmask_of_a_few_ids_spread_over_most_words():
     m = grammar.Matcher(grammar.compile(Grammar({"root": chars([(97, 105)])}), vocab))
     bitmask = grammar.allocate_token_bitmask(1, vocab.size)
     m.fill_next_token_bitmask(bitmask)
-    dense = np.flatnonzero(grammar._bitmask.unpack_bitmask(bitmask[0], vocab.size))
+    dense = np.flatnonzero(grammar._tokens.bitmask.unpack_bitmask(bitmask[0], vocab.size))
     assert dense.tolist() == [40 * (k + 1) for k in range(9)] == m.next_token_mask().allowed_ids().tolist()
 
 
