@@ -46,8 +46,8 @@ class ToolCallRecord:
 
     `confidence`: with the model setting `confidence=True`, how sure the model was of each leaf
     of the arguments it wrote, by JSON pointer inside them (`/city`, `/dates/0`); None where not
-    asked for, where the runtime gave no token scores, or where the calls were not written as
-    JSON (a Python call list), and for calls resumed after an approval.
+    asked for, where the runtime gave no token scores or the turn's text could not be matched
+    to its calls, and for calls resumed after an approval (the `PendingCall` had it).
     """
 
     call: ToolCall

@@ -115,6 +115,7 @@ async def aextract(
     confidence: bool,
 ) -> Any: ...
 
+
 async def aextract(
     output_type: Any,
     text: str,
@@ -316,6 +317,7 @@ def extract(
     output_validator: OutputValidator | None = None,
     confidence: bool,
 ) -> Any: ...
+
 
 def extract(
     output_type: Any,

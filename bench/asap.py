@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             cells = " | ".join(f"{kl(got[:n], exact):.4f}" for n in points)
             lines.append(f"| {name} | {len(exact)} | {method} | {cells} |")
         ratio = kl(rows["asap"], exact) / max(kl(rows["masked"], exact), 1e-12)
-        lines.append(f"| {name} | | asap ÷ masked at {args.samples} | {ratio:.2f} |" + " |" * (len(points) - 1))
+        lines.append(f"| {name} | | asap ÷ masked at {args.samples} | {ratio:.3f} |" + " |" * (len(points) - 1))
     print()
     print("\n".join(lines))
     return 0
