@@ -287,7 +287,11 @@ class Sequence:
         row = self._host(logits)
         held = np.full(row.shape, -np.inf, dtype=row.dtype)
         held[ids] = row[ids]
+        if self._asap is not None:  # the healing steps are steps of the answer's tree too
+            self._asap.reweight(np.array(row, dtype=np.float64), ids, held)
         token = self.sampler.select(held) if draft is None else self.sampler.verify(held, None, draft)
+        if self._asap is not None:
+            self._asap.took(token, False)
         self._written = healer.take(token)
         if healer.done:
             self._healer = None

@@ -109,3 +109,21 @@ def test_the_benchmarks_exact_distribution_is_the_teacher_forced_one():
     assert passes > 0 and set(found) <= set(expected)
     for text, p in expected.items():  # the benchmark prunes paths below 1e-12 of the allowed mass
         assert found.get(text, 0.0) == pytest.approx(p, rel=1e-6, abs=1e-9)
+
+
+def test_asap_samples_of_a_healed_prompt_stay_in_the_grammar_and_learn():
+    g = grammar.from_regex("(ab|ac|ba|x|xyz|yx)")
+    rt = RandomRuntime(seed=3, scale=3.0)
+    texts = asyncio.run(_healed_samples(rt, g, 60))
+    assert all(g.accepts(t) for t in texts)
+    tree = next(iter(rt._asap._trees.values()))
+    assert tree.nodes > 1 and tree.root.efg < 1.0  # the estimates were updated through the healed step
+
+
+async def _healed_samples(rt: RandomRuntime, g: grammar.Grammar, n: int) -> list[str]:
+    out = []
+    for seed in range(n):
+        generation = await rt.generate("Pick one", grammar=g, temperature=1.0, seed=seed, sampling="asap")
+        assert generation.healed
+        out.append(generation.text)
+    return out
