@@ -10,6 +10,10 @@ spells them and more is allowed only where the grammar accepts the more.
 
 from __future__ import annotations
 
+import bisect
+import functools
+from dataclasses import dataclass
+
 import numpy as np
 
 from grammar import Matcher, Vocabulary
@@ -49,24 +53,25 @@ class Healer:
         tokens. Never empty where the budget has room for the backed-up token and the grammar's
         shortest document: that token itself is always there."""
         left = self.left
+        index = _index(self.vocabulary)
         ids = []
-        for i, data in enumerate(self.vocabulary.tokens):
-            if not data or i in self.vocabulary.special_ids:
-                continue
-            if left.startswith(data):
-                if matcher is None or len(data) == len(left) and _closes(matcher, remaining - 1) \
-                        or len(data) < len(left) and _closes(matcher, remaining - 2):
+        for end in range(1, len(left) + 1):  # tokens that spell a part of it, or all of it
+            for i in index.by_bytes.get(left[:end], ()):
+                if matcher is None or end == len(left) and _closes(matcher, remaining - 1) \
+                        or end < len(left) and _closes(matcher, remaining - 2):
                     ids.append(i)
-            elif data.startswith(left):
-                if matcher is None:
+        start = bisect.bisect_right(index.sorted_bytes, left)  # then those that spell it and more
+        while start < len(index.sorted_bytes) and index.sorted_bytes[start].startswith(left):
+            data, i = index.sorted_bytes[start], index.sorted_ids[start]
+            start += 1
+            if matcher is None:
+                ids.append(i)
+            elif matcher.accept_bytes(data[len(left):]):
+                if _closes(matcher, remaining - 1):
                     ids.append(i)
-                elif matcher.accept_bytes(data[len(left):]):
-                    if _closes(matcher, remaining - 1):
-                        ids.append(i)
-                    matcher.rollback(1)
+                matcher.rollback(1)
         if not ids:  # no room left for the grammar: the backed-up bytes at least, as the prompt had them
-            ids = [i for i, data in enumerate(self.vocabulary.tokens)
-                   if data and left.startswith(data) and i not in self.vocabulary.special_ids]
+            ids = [i for end in range(1, len(left) + 1) for i in index.by_bytes.get(left[:end], ())]
         return np.array(ids, dtype=np.int64)
 
     def take(self, token: int) -> bytes:
@@ -82,6 +87,25 @@ class Healer:
     @property
     def done(self) -> bool:
         return not self.left
+
+
+@dataclass(frozen=True)
+class _Index:
+    """A vocabulary's text tokens by their bytes: sorted (those that start with some bytes are
+    one run) and grouped (the ids that spell exactly some bytes)."""
+
+    sorted_bytes: list[bytes]
+    sorted_ids: list[int]
+    by_bytes: dict[bytes, list[int]]
+
+
+@functools.lru_cache(maxsize=8)
+def _index(vocabulary: Vocabulary) -> _Index:
+    pairs = sorted((data, i) for i, data in enumerate(vocabulary.tokens) if data and i not in vocabulary.special_ids)
+    by_bytes: dict[bytes, list[int]] = {}
+    for data, i in pairs:
+        by_bytes.setdefault(data, []).append(i)
+    return _Index([d for d, _ in pairs], [i for _, i in pairs], by_bytes)
 
 
 def _closes(matcher: Matcher, tokens: int) -> bool:
