@@ -32,7 +32,7 @@ from ._errors import (
     ServerError,
     StreamInterrupted,
 )
-from ._protocol import FinishReason, Generation, Request, Runtime, TextStream, ToolCallEnvelope, Usage
+from ._protocol import FinishReason, Generation, Request, Runtime, TextStream, TokenScore, ToolCallEnvelope, Usage
 from ._answer import read_chunk, read_completion
 from ._answer_check import verdict
 from ._retry import with_retries
@@ -68,8 +68,10 @@ class OpenAICompatible(Runtime):
     reading stops with `ResponseTooLarge`.
 
     `scores=True` asks the server for `logprobs` (whole answers, not streams): each token's
-    log-probability as the server reports it (vLLM reports the model's own by default), with
-    no `masked_mass` (a server does not say what its grammar removed); None where it sends none.
+    log-probability as the server reports it, with no `masked_mass` (a server does not say what
+    its grammar removed), and None where it sends none or they do not spell the answer. vLLM
+    0.32 reports them after its grammar's mask (a forced token's is 0): the probability under
+    the held model, not the free one a local runtime gives.
     """
 
     def __init__(
@@ -229,7 +231,7 @@ class OpenAICompatible(Runtime):
         answer = read_completion(self._json(data, "the answer"), source=self.name)
         generation = self._checked(request, answer.text, answer.finish_reason, answer.usage or Usage(0, 0))
         if request.scores and answer.scores is not None:
-            generation.token_scores = answer.scores
+            generation.token_scores = _spelling(answer.scores, answer.text)
         return generation
 
     async def _stream_once(self, request: Request, path: str, body: dict[str, Any],
@@ -362,3 +364,17 @@ def _retryable(exc: Exception) -> bool:
 
 def _finish(server_finish: str | None) -> FinishReason:
     return "length" if server_finish == "length" else "stop"
+
+
+def _spelling(scores: list[TokenScore], text: str) -> list[TokenScore] | None:
+    """The scores of the tokens that spell `text`: a server also lists the end-of-turn token it
+    stopped on (vLLM: `<|im_end|>`), which is no part of the answer; None where they do not
+    spell it."""
+    data = text.encode("utf-8")
+    kept, spelled = [], 0
+    for score in scores:
+        if spelled == len(data):
+            break
+        kept.append(score)
+        spelled += len(score.bytes)
+    return kept if b"".join(s.bytes for s in kept) == data else None

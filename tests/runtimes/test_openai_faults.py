@@ -393,7 +393,9 @@ def with_logprobs(text: str, pieces: list[str], logprobs: object) -> dict:
 
 
 async def test_scores_come_from_the_servers_logprobs(serve):
-    server = serve(lambda h, body, hit: reply(h, 200, with_logprobs('{"n":42}', ['{"n":', "4", "2", "}"], None)))
+    # vLLM lists the end-of-turn token it stopped on too: no part of the answer's text.
+    server = serve(lambda h, body, hit: reply(h, 200, with_logprobs('{"n":42}', ['{"n":', "4", "2", "}", "<|im_end|>"],
+                                                                    None)))
     async with runtime(server.url) as rt:
         gen = await rt.generate(CHAT, grammar=COUNT, max_tokens=20, scores=True)
         plain = await rt.generate(CHAT, grammar=COUNT, max_tokens=20)
@@ -403,7 +405,8 @@ async def test_scores_come_from_the_servers_logprobs(serve):
     assert plain.token_scores is None
 
 
-@pytest.mark.parametrize("logprobs", [{"content": [{"token": 3, "logprob": -1}]}, {"content": "x"}, [], {}])
+@pytest.mark.parametrize("logprobs", [{"content": [{"token": 3, "logprob": -1}]}, {"content": "x"}, [], {},
+                                      {"content": [{"token": '{"n":4', "logprob": -1.0}]}])
 async def test_logprobs_of_another_shape_give_no_scores_and_no_failure(serve, logprobs):
     server = serve(lambda h, body, hit: reply(h, 200, with_logprobs('{"n":42}', [], logprobs)))
     async with runtime(server.url) as rt:

@@ -46,6 +46,15 @@ async def test_extract_returns_a_typed_value_through_each_dialect(vllm_server, d
     assert isinstance(person, Person)
 
 
+async def test_an_extractions_confidence_comes_from_the_servers_logprobs(vllm_server):
+    async with server(vllm_server, "vllm") as rt:
+        found = await aextract(Person, "Ann Smith is 31 years old.", runtime=rt, confidence=True)
+    assert isinstance(found.value, Person) and found.missing is None, found.missing
+    assert set(found.fields) == {"/name", "/age"}
+    for field in found.fields.values():
+        assert 0.0 < field.probability <= 1.0 and field.masked_mass is None  # a server does not say what it masked
+
+
 @tool
 def add(a: int, b: int) -> int:
     """Add two integers."""
