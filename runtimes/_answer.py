@@ -94,11 +94,15 @@ def _chunk(chunk: Any) -> Answer:
         raise MalformedAnswer("choices", f"expected a list, got {_kind(choices)}")
     pieces: list[str] = []
     finish: str | None = None
+    scores: list[TokenScore] | None = None
     for i, choice in enumerate(choices):
         text, said = _choice(choice, f"choices[{i}]", "delta")
         pieces.append(text)
         finish = said or finish
-    return Answer("".join(pieces), finish, _usage(root.get("usage")))
+        found = _scores(choice)
+        if found is not None:
+            scores = (scores or []) + found
+    return Answer("".join(pieces), finish, _usage(root.get("usage")), scores)
 
 
 def _choice(value: Any, path: str, body: str) -> tuple[str, str | None]:

@@ -67,7 +67,7 @@ class OpenAICompatible(Runtime):
     apart. `max_response_bytes` bounds what one answer (or one whole stream) may send; past it
     reading stops with `ResponseTooLarge`.
 
-    `scores=True` asks the server for `logprobs` (whole answers, not streams): each token's
+    `scores=True` asks the server for `logprobs` (whole answers and streams): each token's
     log-probability as the server reports it, with no `masked_mass` (a server does not say what
     its grammar removed), and None where it sends none or they do not spell the answer. vLLM
     0.32 reports them after its grammar's mask (a forced token's is 0): the probability under
@@ -179,7 +179,7 @@ class OpenAICompatible(Runtime):
         if request.sampling != "masked":
             raise InvalidRequest("sampling", f"{self.name}: the server samples on its own, so "
                                  f"sampling={request.sampling!r} needs a local runtime")
-        if request.scores and not stream:
+        if request.scores:
             body["logprobs"] = True if not isinstance(request.messages, str) else 1
         if request.grammar is not None:
             span = request.grammar.reasoning
@@ -239,6 +239,7 @@ class OpenAICompatible(Runtime):
         pieces: list[str] = []
         finish: str | None = None
         usage: Usage | None = None
+        scored: list[TokenScore] | None = [] if request.scores else None
         try:
             async with asyncio.timeout(self.timeout):
                 async with self._client().stream("POST", path, json=body) as response:
@@ -248,6 +249,10 @@ class OpenAICompatible(Runtime):
                             break
                         chunk = read_chunk(self._json(data, "a stream event"), source=self.name)
                         usage = chunk.usage or usage
+                        if scored is not None and chunk.scores is not None:
+                            scored.extend(chunk.scores)
+                        elif chunk.text:
+                            scored = None  # a piece whose tokens went unscored: no scores rather than wrong ones
                         if chunk.text:
                             pieces.append(chunk.text)
                             emit(chunk.text)
@@ -260,7 +265,10 @@ class OpenAICompatible(Runtime):
                     )
                 if usage is None:  # the server did not report usage: one streamed piece is one token
                     usage = Usage(0, len(pieces))
-                return await asyncio.to_thread(self._checked, request, text, finish, usage)
+                generation = await asyncio.to_thread(self._checked, request, text, finish, usage)
+                if scored is not None:
+                    generation.token_scores = _spelling(scored, text)
+                return generation
         except (TimeoutError, httpx.TimeoutException) as exc:
             raise GenerationTimeout(f"{self.name}: the stream did not finish within {self.timeout} s") from exc
         except httpx.TransportError as exc:

@@ -412,3 +412,34 @@ async def test_logprobs_of_another_shape_give_no_scores_and_no_failure(serve, lo
     async with runtime(server.url) as rt:
         gen = await rt.generate(CHAT, grammar=COUNT, max_tokens=20, scores=True)
     assert gen.text == '{"n":42}' and gen.token_scores is None
+
+
+def scored_chunk(text: str, logprob: float | None, finish: str | None = None, token: str | None = None) -> bytes:
+    """A stream event adding `text`, with its token's logprob (`token`: the token, where it is
+    not the text, as the end-of-turn token a server lists after an empty last piece)."""
+    choice: dict = {"index": 0, "delta": {"content": text}, "finish_reason": finish}
+    if logprob is not None:
+        spelled = text if token is None else token
+        choice["logprobs"] = {"content": [{"token": spelled, "logprob": logprob, "bytes": list(spelled.encode())}]}
+    return f"data: {json.dumps({'choices': [choice]})}\n\n".encode()
+
+
+async def test_a_streams_scores_are_gathered_from_its_chunks(serve):
+    events = [scored_chunk('{"n":', -0.1), scored_chunk("1", -0.5), scored_chunk("2", -0.25), scored_chunk("}", 0.0),
+              scored_chunk("", 0.0, "stop", token="<|im_end|>"), b"data: [DONE]\n\n"]
+    server = serve(stream_events(events))
+    async with runtime(server.url) as rt:
+        stream = rt.stream(CHAT, grammar=COUNT, scores=True)
+        assert "".join([piece async for piece in stream]) == '{"n":12}'
+    got = stream.generation
+    assert server.bodies[0]["logprobs"] is True
+    assert got is not None and [s.logprob for s in got.token_scores] == [-0.1, -0.5, -0.25, 0.0]
+
+
+async def test_a_stream_with_a_piece_left_unscored_gives_no_scores(serve):
+    events = [scored_chunk('{"n":', -0.1), scored_chunk("12", None), scored_chunk("}", 0.0, "stop"), b"data: [DONE]\n\n"]
+    server = serve(stream_events(events))
+    async with runtime(server.url) as rt:
+        stream = rt.stream(CHAT, grammar=COUNT, scores=True)
+        assert [piece async for piece in stream] == ['{"n":', "12", "}"]
+    assert stream.generation.token_scores is None

@@ -53,6 +53,11 @@ async def test_an_extractions_confidence_comes_from_the_servers_logprobs(vllm_se
     assert set(found.fields) == {"/name", "/age"}
     for field in found.fields.values():
         assert 0.0 < field.probability <= 1.0 and field.masked_mass is None  # a server does not say what it masked
+    async with server(vllm_server, "vllm") as rt:  # a stream's scores come in its chunks
+        stream = rt.stream(chat("Ann Smith is 31 years old. As JSON."), grammar=grammar.from_json_schema(PERSON),
+                           max_tokens=32, scores=True)
+        text = "".join([piece async for piece in stream])
+    assert b"".join(s.bytes for s in stream.generation.token_scores) == text.encode()
 
 
 @tool
