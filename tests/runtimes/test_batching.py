@@ -123,7 +123,8 @@ async def test_a_budget_steered_call_in_a_batch_still_closes_its_document():
     for generation in got[:2]:
         assert generation.finish_reason == "grammar_complete"
         assert RECORD.accepts(generation.text)
-        assert generation.usage.completion_tokens <= shortest + 2
+        # A prompt ending in a word is healed: its re-written last token is not counted against max_tokens.
+        assert generation.usage.completion_tokens <= shortest + 2 + (1 if generation.healed else 0)
     assert any(g.steered_from is not None for g in got[:2])
 
 

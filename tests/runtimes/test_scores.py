@@ -50,7 +50,8 @@ def _teacher_forced(rt: RandomRuntime, prompt: str, answer: list[int], g: gramma
 def test_scores_are_the_models_probabilities_and_the_masks_removed_mass(pattern, seed, max_tokens, temperature, draft):
     g = grammar.from_regex(pattern)
     rt = RandomRuntime(seed=seed, draft=draft)
-    options = dict(grammar=g, max_tokens=max_tokens, temperature=temperature, seed=seed)
+    # heal=False: the teacher forcing below reads the whole prompt (a healed one loses its last token).
+    options = dict(grammar=g, max_tokens=max_tokens, temperature=temperature, seed=seed, heal=False)
     scored = rt.generate_sync(PROMPT, scores=True, **options)
     plain = RandomRuntime(seed=seed, draft=draft).generate_sync(PROMPT, **options)
     assert plain.token_scores is None
@@ -66,7 +67,7 @@ def test_scores_are_the_models_probabilities_and_the_masks_removed_mass(pattern,
 
 def test_free_decoding_scores_remove_no_mass():
     rt = RandomRuntime(seed=3)
-    generation = rt.generate_sync(PROMPT, max_tokens=12, scores=True)
+    generation = rt.generate_sync(PROMPT, max_tokens=12, scores=True, heal=False)
     assert len(generation.token_scores) == len(generation.token_ids) > 0
     assert all(s.masked_mass == 0.0 for s in generation.token_scores)
     expected = _teacher_forced(rt, PROMPT, generation.token_ids, None)
@@ -75,8 +76,8 @@ def test_free_decoding_scores_remove_no_mass():
 
 def test_a_scored_generation_reads_a_pass_per_token():
     g = grammar.from_regex('\\{"name":"[a-z]{1,8}","ok":(true|false)\\}')
-    jumping = RandomRuntime(seed=1).generate_sync(PROMPT, grammar=g, max_tokens=40)
-    scored = RandomRuntime(seed=1).generate_sync(PROMPT, grammar=g, max_tokens=40, scores=True)
+    jumping = RandomRuntime(seed=1).generate_sync(PROMPT, grammar=g, max_tokens=40, heal=False)
+    scored = RandomRuntime(seed=1).generate_sync(PROMPT, grammar=g, max_tokens=40, scores=True, heal=False)
     assert scored.text == jumping.text
     assert jumping.usage.forward_passes < scored.usage.forward_passes == scored.usage.completion_tokens
     assert all(isinstance(s, TokenScore) for s in scored.token_scores)
@@ -85,3 +86,11 @@ def test_a_scored_generation_reads_a_pass_per_token():
 def test_scores_must_be_a_bool():
     with pytest.raises(InvalidRequest, match="scores"):
         RandomRuntime().generate_sync(PROMPT, scores="yes")
+
+
+def test_a_healed_generations_scores_spell_its_text():
+    g = grammar.from_regex('[a-z]{1,8}\\{"ok":(true|false)\\}')
+    generation = RandomRuntime(seed=4).generate_sync("Answer with one rec", grammar=g, max_tokens=30, scores=True)
+    assert generation.healed and len(generation.token_scores) == len(generation.token_ids)
+    assert b"".join(s.bytes for s in generation.token_scores) == generation.text.encode()
+    assert all(s.logprob <= 0.0 and 0.0 <= s.masked_mass <= 1.0 for s in generation.token_scores)
