@@ -20,6 +20,8 @@ from typing import Any, Generic, TypeVar
 
 from runtimes import Generation, TokenScore
 
+from ._schema import escape
+
 T = TypeVar("T")
 
 _BLANK = re.compile(r"[ \t\n\r]*")
@@ -80,10 +82,6 @@ class Leaf:
     string: bool
 
 
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
 def json_leaves(text: str, start: int = 0) -> tuple[list[Leaf], int]:
     """The leaves of the JSON value at `text[start:]` (blanks before it skipped) and where the
     value ends. Empty objects and arrays are leaves. ValueError where no JSON value is there."""
@@ -124,7 +122,7 @@ def _container(text: str, at: int, pointer: str, leaves: list[Leaf]) -> int:
             if not text.startswith(":", pos):
                 raise ValueError(f"expected ':' at offset {pos}")
             pos = _BLANK.match(text, pos + 1).end()  # type: ignore[union-attr]
-            child = f"{pointer}/{_escape(key)}"
+            child = f"{pointer}/{escape(key)}"
         else:
             child = f"{pointer}/{index}"
         pos = _BLANK.match(text, _value(text, pos, child, leaves)).end()  # type: ignore[union-attr]
@@ -180,12 +178,12 @@ def combine(scores: Sequence[TokenScore]) -> FieldConfidence:
     return FieldConfidence(math.exp(total), math.exp(least), masked, len(scores))
 
 
-def field_confidences(generation: Generation, start: int = 0) -> dict[str, FieldConfidence]:
-    """Per leaf of the JSON value at `generation.text[start:]`, how sure the model was of it."""
+def field_confidences(generation: Generation) -> dict[str, FieldConfidence]:
+    """Per leaf of the JSON value `generation.text` holds, how sure the model was of it."""
     if generation.token_scores is None:
         raise ValueError("the generation has no token scores")
     spans = TokenSpans(generation.text, generation.token_scores)
-    leaves, _ = json_leaves(generation.text, start)
+    leaves, _ = json_leaves(generation.text)
     return {leaf.pointer: spans.confidence(leaf) for leaf in leaves}
 
 
@@ -235,7 +233,7 @@ def _python_calls(text: str, spans: TokenSpans, names: list[str]) -> list[dict[s
                 leaves, pos = json_leaves(text, key.end())
             except ValueError:
                 return None
-            fields.update((f"/{_escape(key.group(1))}{leaf.pointer}", spans.confidence(leaf)) for leaf in leaves)
+            fields.update((f"/{escape(key.group(1))}{leaf.pointer}", spans.confidence(leaf)) for leaf in leaves)
             pos = _BLANK.match(text, pos).end()  # type: ignore[union-attr]
         found.append(fields)
         pos += 1

@@ -65,7 +65,16 @@ from pathlib import Path
 from typing import Any, get_args
 
 import grammar
-from agentkit import Agent, RunError, Tool, ToolArgumentsError, ToolDefinitionError, ToolPrompt, UnexpectedModelOutput
+from agentkit import (
+    Agent,
+    ModelSettings,
+    RunError,
+    Tool,
+    ToolArgumentsError,
+    ToolDefinitionError,
+    ToolPrompt,
+    UnexpectedModelOutput,
+)
 from bench import models
 from bench.agent_tasks import FreeDecoding
 from bench._progress import progress
@@ -466,16 +475,21 @@ def agent_variant(tool_prompt: ToolPrompt) -> Variant:
     return Variant(name=f"agent ({tool_prompt})")
 
 
+def turn_agent(item: Item, runtime: Any, max_tokens: int, tool_prompt: ToolPrompt = "json_list",
+               model_settings: ModelSettings | None = None) -> Agent[str]:
+    """`Agent(tools)` as a user builds it (its defaults, this `tool_prompt`) for one turn on the
+    item, every call waiting for approval: the turn's calls are read as the agent reads them
+    and none runs."""
+    return Agent(list(item.tools.values()), runtime, max_steps=1, max_tokens=max_tokens, tool_prompt=tool_prompt,
+                 requires_approval=lambda call: True, model_settings=model_settings)
+
+
 async def agent_turn(item: Item, runtime: Any, category: str, max_tokens: int, tool_prompt: ToolPrompt,
                      *, free: bool = False) -> Outcome:
-    """One turn of `Agent(tools)` (its defaults, this `tool_prompt`) on the item's question, or
-    of the same agent decoding freely. Every call waits for approval, so the turn's calls are
-    read as the agent read them and none runs; a run that fails (invalid arguments, a runtime
-    error) counts as invalid, its error kept."""
-    tools = list(item.tools.values())
-    used = FreeDecoding(runtime, tools, tool_prompt) if free else runtime
-    agent: Agent[str] = Agent(tools, used, max_steps=1, max_tokens=max_tokens, tool_prompt=tool_prompt,
-                              requires_approval=lambda call: True)
+    """One turn of `turn_agent` on the item's question, or of the same agent decoding freely; a
+    run that fails (invalid arguments, a runtime error) counts as invalid, its error kept."""
+    used = FreeDecoding(runtime, list(item.tools.values()), tool_prompt) if free else runtime
+    agent = turn_agent(item, used, max_tokens, tool_prompt)
     text, calls, error = "", [], None
     try:
         result = await agent.run(item.messages)

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from agentkit import Agent, FieldConfidence, RunError, UnexpectedModelOutput
+from agentkit import FieldConfidence, RunError, UnexpectedModelOutput
 from bench import models
 from bench._progress import progress
-from bench.bfcl import Item, corpus_bfcl, corpus_missing, load, value_matches
+from bench.bfcl import Item, corpus_bfcl, corpus_missing, load, turn_agent, value_matches
 
 CATEGORIES = ("simple_python", "multiple")
 THRESHOLDS = (0.5, 0.9)
@@ -84,9 +84,9 @@ def judged(item: Item, call_name: str, arguments: dict[str, Any], fields: dict[s
 
 
 async def score_item(item: Item, runtime: Any, max_tokens: int) -> list[Argument]:
-    """One default agent turn on the item, every call held for approval; its arguments judged."""
-    agent: Agent[str] = Agent(list(item.tools.values()), runtime, max_steps=1, max_tokens=max_tokens,
-                              requires_approval=lambda call: True, model_settings={"confidence": True})
+    """One default agent turn on the item (`bench.bfcl.turn_agent`, the agent `python -m
+    bench.bfcl` runs), every call held for approval; its arguments judged."""
+    agent = turn_agent(item, runtime, max_tokens, model_settings={"confidence": True})
     try:
         result = await agent.run(item.messages)
     except (RunError, UnexpectedModelOutput):

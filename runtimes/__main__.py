@@ -2,7 +2,8 @@
 
 Prints the machine and the CPU features it lists, the llama.cpp build and the features it was
 compiled for, the default model, the outcome of the long-prompt check, one short generation
-with its speed, and how the model writes tool calls (which decides what an agent asks for). Exits 1 if any part fails, after printing the rest.
+with its speed, and how the model writes tool calls (which decides what an agent asks for).
+Exits 1 if any part fails, after printing the rest.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ class Walk:
         each explored child, so a draw weighs a token by P(t) · EFG(prefix·t)."""
         if self.left:
             return
-        scaled = raw.astype(np.float64) / self.temperature
+        scaled = np.asarray(raw, dtype=np.float64) / self.temperature
         top = float(scaled.max())
         log_total = top + math.log(float(np.exp(scaled - top).sum()))
         node = self.path[-1]
@@ -96,8 +96,8 @@ class Walk:
             if child.efg < 1.0:
                 row[token] += self.temperature * math.log(child.efg) if child.efg > 0 else -np.inf
 
-    def took(self, token: int, eos: bool) -> None:
-        """After a choice: follow `token` (an end-of-sequence token ends the answer whole)."""
+    def took(self, token: int) -> None:
+        """After a choice: follow `token`."""
         if self.left or self._step is None:
             self.left = True
             return
@@ -111,8 +111,6 @@ class Walk:
                 return
             child = node.children[token] = Node(p=float(math.exp(scaled[token] - log_total)))
             self.tree.nodes += 1
-            if eos:
-                child.allowed = 1.0  # nothing follows an end: the answer is whole
         self.path.append(child)
 
     def finished(self) -> None:

@@ -19,7 +19,6 @@ import numpy as np
 from grammar import Matcher, Vocabulary
 
 
-
 def heals(messages: object, heal: bool | None) -> bool:
     """Whether a request's prompt is healed: `heal=True` for a raw string prompt; by default
     (None) where a raw string prompt ends in a word character (likely mid-word) or a space
@@ -56,10 +55,11 @@ class Healer:
         index = _index(self.vocabulary)
         ids = []
         for end in range(1, len(left) + 1):  # tokens that spell a part of it, or all of it
-            for i in index.by_bytes.get(left[:end], ()):
-                if matcher is None or end == len(left) and _closes(matcher, remaining - 1) \
-                        or end < len(left) and _closes(matcher, remaining - 2):
-                    ids.append(i)
+            # the grammar is untouched by these; a part leaves at least one more token to write
+            spelled = index.by_bytes.get(left[:end])
+            room = remaining - 1 if end == len(left) else remaining - 2
+            if spelled and (matcher is None or _closes(matcher, room)):
+                ids.extend(spelled)
         start = bisect.bisect_right(index.sorted_bytes, left)  # then those that spell it and more
         while start < len(index.sorted_bytes) and index.sorted_bytes[start].startswith(left):
             data, i = index.sorted_bytes[start], index.sorted_ids[start]

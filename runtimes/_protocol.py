@@ -6,7 +6,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from grammar import Grammar
 
@@ -135,8 +135,8 @@ class Request:
         if not isinstance(self.scores, bool):
             raise InvalidRequest("scores", f"must be True or False, not {type(self.scores).__name__}")
         check_heal(self.messages, self.heal)
-        if self.sampling not in ("masked", "asap"):
-            raise InvalidRequest("sampling", f"must be 'masked' or 'asap', not {self.sampling!r}")
+        if self.sampling not in get_args(Sampling):
+            raise InvalidRequest("sampling", f"must be one of {get_args(Sampling)}, not {self.sampling!r}")
         if self.sampling == "asap" and (self.grammar is None or self.temperature == 0.0 or self.top_p < 1.0):
             raise InvalidRequest("sampling", "'asap' reweights sampling under a grammar: it needs a grammar, "
                                  "temperature > 0 and top_p 1")

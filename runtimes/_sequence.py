@@ -269,11 +269,11 @@ class Sequence:
         raw = np.array(self._host(logits), dtype=np.float64) if self._asap is not None else None
         row, mask = self._masked(logits, matcher)
         if self._asap is not None:
-            self._asap.reweight(raw, matcher.next_token_mask().allowed_ids(), row)
+            self._asap.reweight(raw, (mask if mask is not None else matcher.next_token_mask()).allowed_ids(), row)
         token = self.sampler.select(row, mask) if draft is None else self.sampler.verify(row, mask, draft)
         token = self._settle(token, row, remaining)
         if self._asap is not None:
-            self._asap.took(token, token in self.vocabulary.eos_ids)
+            self._asap.took(token)
         return token
 
     def _heal(self, logits: Any, draft: int | None) -> int:
@@ -291,7 +291,7 @@ class Sequence:
             self._asap.reweight(np.array(row, dtype=np.float64), ids, held)
         token = self.sampler.select(held) if draft is None else self.sampler.verify(held, None, draft)
         if self._asap is not None:
-            self._asap.took(token, False)
+            self._asap.took(token)
         self._written = healer.take(token)
         if healer.done:
             self._healer = None
