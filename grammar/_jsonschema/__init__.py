@@ -5,9 +5,13 @@ format_checker=<that class's FORMAT_CHECKER>)`. Every text the grammar accepts p
 that validator accepts; a keyword that cannot be enforced so is a `CompileError` naming the keyword
 and its JSON pointer (or, with `lenient=True`, dropped and listed on `Grammar.dropped`).
 
-How a schema becomes rules, room by room (each module one job; `compiler` composes them):
-- `compiler`: the entry, and the memo of one rule per *conjunction* of subschemas (a list of
-  `Place`s), so `$ref` cycles become recursive rules;
+How a schema becomes rules, in two passes, room by room (each module one job; `compiler`
+composes them): refs → expand/negate/merge → facet graph → lower, each conjunction once.
+- `graph`: the first pass: a worklist takes each *conjunction* of subschemas (a list of
+  `Place`s) reachable from the root once, expands and merges it, and queues the conjunctions its
+  items and members must satisfy: a graph of facets;
+- `compiler`: the entry, and the second pass: the graph lowered to one memoized rule per
+  conjunction, so `$ref` cycles become recursive rules;
 - `expansion`: `$ref`, `allOf` and `not` expanded into more conjuncts; `anyOf`, `oneOf`, `if` and
   dependencies branched, each branch a conjunction of the rest with one alternative;
 - `negation`: `not`, the `else` side of `if` and the other branches of a `oneOf` that can't be

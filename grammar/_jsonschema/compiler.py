@@ -1,5 +1,5 @@
-"""The composition root: `_Compiler` assembled from the rooms, its state, and the entry that
-compiles one conjunction into one memoized rule.
+"""The composition root: `_Compiler` assembled from the rooms, its state, and the second pass,
+which lowers each conjunction of the facet graph into one memoized rule.
 """
 
 from __future__ import annotations
@@ -9,25 +9,25 @@ from .._grammar import Dropped, Ignored
 from .._ir import EMPTY, Node, alt, char_set, ref, repeat
 from .context import ContextMixin
 from .expansion import ExpansionMixin
-from .facets import Facets, MergingMixin
+from .facets import MergingMixin
+from .graph import GraphMixin, Vertex, conj_key
 from .helpers import _size
-from .limits import MAX_DEPTH
 from .lower_containers import ContainerLoweringMixin
 from .lower_strings import StringLoweringMixin
 from .lowering import LoweringMixin
 from .negation import NegationMixin
 from .proofs import ProofsMixin
 from .refs import Document, Place
-from .values import _leaf_key
-from .vocabulary import _Cyclic
 
 
-class _Compiler(ContextMixin, ExpansionMixin, NegationMixin, MergingMixin, ProofsMixin, LoweringMixin,
+class _Compiler(ContextMixin, GraphMixin, ExpansionMixin, NegationMixin, MergingMixin, ProofsMixin, LoweringMixin,
                 StringLoweringMixin, ContainerLoweringMixin):
-    """One schema's compile. A conjunction of subschemas (`Place`s) is expanded (refs, allOf,
-    not; then branches), each branch merged into `Facets`, proved where `oneOf` needs it, and
-    lowered by kind into rules; every conjunction is one memoized rule. Each base class is one
-    room of this package; they share this object's state, set up here."""
+    """One schema's compile, in two passes. The first (`GraphMixin.build_graph`) takes every
+    conjunction of subschemas (`Place`s) reachable from the root once: expanded (refs, allOf,
+    not; then branches), each branch merged into `Facets` and proved where `oneOf` needs it,
+    into a graph. The second (`lower_conj`) lowers that graph by kind into rules, one memoized
+    rule per conjunction. Each base class is one room of this package; they share this
+    object's state, set up here."""
 
     def __init__(self, schema: dict | bool, *, lenient: bool, whitespace: int):
         self.lenient = lenient
@@ -44,8 +44,10 @@ class _Compiler(ContextMixin, ExpansionMixin, NegationMixin, MergingMixin, Proof
         if whitespace:
             self.rules["ws"] = repeat(char_set(" \t\n\r"), 0, whitespace)
             self.ws = ref("ws")
+        self.graph: dict[tuple, Vertex] = {}  # the first pass's: see `graph`
+        self._leaf_vertices: dict[tuple, tuple[tuple, list[str], list[tuple[str, str]]]] = {}  # see `_leaf_key`
         self._compiled: dict[tuple, Node] = {}
-        self._leaves: dict[tuple, tuple[Node, list[str], list[tuple[str, str]]]] = {}  # see `_leaf_key`
+        self._lowering_notes: dict[tuple, tuple[list[str], list[tuple[str, str]]]] = {}
         self._pending: dict[tuple, str] = {}
         self._recursive: set[str] = set()
         self._alternatives: dict[tuple, list[Facets]] = {}
@@ -58,7 +60,6 @@ class _Compiler(ContextMixin, ExpansionMixin, NegationMixin, MergingMixin, Proof
         self._exclusions: dict[frozenset[str], Node] = {}
         self._regex: dict[str, Node] = {}
         self._counter = 0
-        self._depth = 0
         self._any_value: Node | None = None
         self._to_encode: list[str] = []
         self._shared: dict[Node, Node] = {}
@@ -66,82 +67,70 @@ class _Compiler(ContextMixin, ExpansionMixin, NegationMixin, MergingMixin, Proof
         self._listed: dict[int, tuple[list, int, set]] = {}  # see `among`
 
     def compile_root(self) -> Node:
-        root = self.compile_conj([self.document.root])
+        root = [self.document.root]
+        self.build_graph(root)
+        node = self.lower_conj(root)
         self.finish()
-        return root
+        return node
 
     def compile_keywords(self) -> Node:
         """The root object's members as Python keyword arguments (`name=value, ...`, values
         in JSON): only its declared properties, as a call can't spell another key."""
-        root = self.document.root
-        try:
-            alternatives = self.alternatives([root])
-        except _Cyclic:
-            raise CompileError("anyOf/oneOf/if branches lead back to themselves before reaching a value",
-                               keyword="$ref", pointer="") from None
+        vertex = self.build_graph([self.document.root])
         parts = []
-        for f in alternatives:
-            if f.values is not None:
+        for shape in vertex.shapes or ():
+            if shape.facets.values is not None:
                 raise CompileError("keyword arguments can't spell an enum or const of objects",
-                                   keyword="enum", pointer=f.pointer)
-            if "object" in f.kinds:
-                parts.extend(self.lower_object(g, keywords=True) for g in self.excluding_containers(f, "object"))
+                                   keyword="enum", pointer=shape.facets.pointer)
+            parts.extend(self.lower_object(g, keywords=True) for g in shape.objects)
         self.finish()
         return alt(*parts)
 
-    def compile_conj(self, conj: list[Place]) -> Node:
-        """The JSON texts of values satisfying every place in `conj`, memoized as a rule."""
-        key = tuple(p.key for p in conj)
+    def lower_conj(self, conj: list[Place]) -> Node:
+        """The second pass: the JSON texts of values satisfying every place in `conj` (a vertex
+        of the graph), memoized as a rule; a conjunction met again while it is being lowered is
+        a recursive rule."""
+        key = conj_key(conj)
         if key in self._compiled:
             return self._compiled[key]
-        # Equal leaf schemas in many places (every `{"type": "integer"}` property) are lowered
-        # once; what was ignored or dropped there is noted again at each place.
-        leaf = _leaf_key(conj[0]) if len(conj) == 1 else None
-        if leaf is not None:
-            found = self._leaves.get(leaf)
-            if found is not None:
-                node, ignored, dropped = found
-                for keyword in ignored:
-                    self.ignore(keyword, conj[0].pointer)
-                for keyword, reason in dropped:
-                    self.refuse(reason, keyword, conj[0].pointer)
-                self._compiled[key] = node
-                return node
-            notes = len(self.ignored), len(self.dropped)
+        vertex = self.graph[key]
+        if vertex.same_as is not None:
+            return self._same_leaf(key, vertex)
         if key in self._pending:
             name = self._pending[key]
             self._recursive.add(name)
             return ref(name)
-        if not conj or all(p.schema is True or p.schema == {} for p in conj):
+        if vertex.shapes is None:
             return self.any_value()
-        self._depth += 1
-        if self._depth > MAX_DEPTH:
-            raise LimitError("schema nests too deeply", pointer=conj[0].pointer)
+        notes = len(self.ignored), len(self.dropped)
         name = self.name("v")
         self._pending[key] = name
         try:
-            node = alt(*(self.lower(f) for f in self.alternatives(conj)))
-        except _Cyclic:
-            raise CompileError(
-                "anyOf/oneOf/if branches lead back to themselves before reaching a value (the "
-                "validator recurses forever: no value validates)",
-                keyword="$ref",
-                pointer=conj[-1].pointer,
-            ) from None
+            node = alt(*(self.lower(shape) for shape in vertex.shapes))
         except RecursionError:
-            # Python's stack ran out before MAX_DEPTH (each level costs several frames): the
+            # Python's stack ran out before the graph's depth bound (each level costs several frames): the
             # deepest conjunction that can still report names the place.
             raise LimitError("schema nests too deeply", pointer=conj[0].pointer) from None
         finally:
             del self._pending[key]
-            self._depth -= 1
         if name in self._recursive or _size(node) > 40:
             node = self.rule(name, node)
         self._compiled[key] = node
-        if leaf is not None:
-            self._leaves[leaf] = (
-                node,
-                [i.keyword for i in self.ignored[notes[0]:]],
-                [(d.keyword, d.reason) for d in self.dropped[notes[1]:]],
-            )
+        self._lowering_notes[key] = (
+            [i.keyword for i in self.ignored[notes[0]:]],
+            [(d.keyword, d.reason) for d in self.dropped[notes[1]:]],
+        )
+        return node
+
+    def _same_leaf(self, key: tuple, vertex: Vertex) -> Node:
+        """A leaf schema equal to one lowered before: its node, and what lowering it noted,
+        noted again at this place."""
+        node = self.lower_conj(self.graph[vertex.same_as].conj)
+        ignored, dropped = self._lowering_notes[vertex.same_as]
+        pointer = vertex.conj[0].pointer
+        for keyword in ignored:
+            self.ignore(keyword, pointer)
+        for keyword, reason in dropped:
+            self.refuse(reason, keyword, pointer)
+        self._compiled[key] = node
         return node

@@ -119,7 +119,7 @@ class ExpansionMixin:
         self._expanding.add(key)
         try:
             out = self._expand(conj)
-        except RecursionError:  # as in `compile_conj`
+        except RecursionError:  # as in `lower_conj`
             raise LimitError("schema nests too deeply", pointer=pointer) from None
         finally:
             self._expanding.discard(key)

@@ -28,16 +28,23 @@ class ContainerLoweringMixin:
                 conj.append(a.rest)
         return conj
 
+    def array_conjs(self, f: Facets) -> list[list[Place]]:
+        """What an array piece's items must satisfy: one conjunction per prefix position, then
+        the rest's (none where no array fits the bounds)."""
+        if f.max_items is not None and f.max_items < f.min_items:
+            return []
+        n_prefix = max((len(a.prefix) for a in f.arrays), default=0)
+        return [self.item_conj(f, i) for i in range(n_prefix)] + [[a.rest for a in f.arrays if a.rest is not None]]
+
     def lower_array(self, f: Facets) -> Node:
         lo, hi = f.min_items, f.max_items
-        if hi is not None and hi < lo:
+        conjs = self.array_conjs(f)
+        if not conjs:
             return NOTHING
         if f.unique is not None and (hi is None or hi > 1):
             self.refuse("uniqueItems is not supported beyond maxItems 1", "uniqueItems", f.unique)
-        n_prefix = max((len(a.prefix) for a in f.arrays), default=0)
-        positions = [self.compile_conj(self.item_conj(f, i)) for i in range(n_prefix)]
-        rest_conj = [a.rest for a in f.arrays if a.rest is not None]
-        rest = self.compile_conj(rest_conj)
+        *positions, rest = [self.lower_conj(c) for c in conjs]
+        n_prefix = len(positions)
         ws = self.ws
         sep = seq(ws, lit(","), ws)
 
@@ -65,9 +72,10 @@ class ContainerLoweringMixin:
                 items = self.rule(self.name("items"), items)
         return seq(lit("["), ws, items, ws, lit("]"))
 
-    def lower_object(self, f: Facets, *, keywords: bool = False) -> Node:
-        """An object's JSON text; with `keywords`, its declared members as keyword arguments."""
-        ws = self.ws
+    def member_conjs(self, f: Facets) -> list[tuple[str, list[Place] | None]]:
+        """Each declared or required name of an object piece, in order, with what its value must
+        satisfy (None: the name can't be written, a `false` schema or `propertyNames` refusing
+        it). A required name that can't be written ends the list: no object fits."""
         declared: list[str] = []
         for o in f.objects:
             for name in o.props:
@@ -76,17 +84,29 @@ class ContainerLoweringMixin:
         for name in f.required:
             if name not in declared:
                 declared.append(name)
-        members: list[tuple[str, Node, bool]] = []  # (name, member text, required)
+        out: list[tuple[str, list[Place] | None]] = []
         for name in declared:
             conj = [p for o in f.objects for p in o.schemas_for(name)]
             allowed = not any(p.schema is False for p in conj)
             if allowed and f.names:
                 allowed = self.conj_ok(name, f.names, 0) is True
-            if not allowed:
-                if name in f.required:
-                    return NOTHING
+            out.append((name, conj if allowed else None))
+            if not allowed and name in f.required:
+                break
+        return out
+
+    def lower_object(self, f: Facets, *, keywords: bool = False) -> Node:
+        """An object's JSON text; with `keywords`, its declared members as keyword arguments."""
+        ws = self.ws
+        named = self.member_conjs(f)
+        if named and named[-1][1] is None and named[-1][0] in f.required:
+            return NOTHING
+        declared = [name for name, _ in named]
+        members: list[tuple[str, Node, bool]] = []  # (name, member text, required)
+        for name, conj in named:
+            if conj is None:
                 continue
-            value = self.compile_conj(conj)
+            value = self.lower_conj(conj)
             if value == NOTHING:
                 if name in f.required:
                     return NOTHING
@@ -112,11 +132,12 @@ class ContainerLoweringMixin:
         body = self.member_list(members, extras, f.min_props, f.max_props, f.pointer, others, lo_at=f.min_props_at)
         return seq(lit("{"), ws, body, ws, lit("}"))
 
-    def extra_members(self, f: Facets, declared: list[str]) -> Node:
-        """One member whose key is not declared: its key language and value, by pattern region."""
-        ws = self.ws
+    def extra_regions(self, f: Facets) -> tuple[list[tuple[str, Place, int]], list[tuple[list[int], list[Place]]]]:
+        """An object piece's `patternProperties` (pattern, schema, which object facet), and the
+        regions of undeclared keys they cut: the patterns a key matches, and what its value
+        must then satisfy (those patterns' schemas, and `additionalProperties` where none of
+        that facet's patterns match)."""
         patterns = [(pat, place, i) for i, o in enumerate(f.objects) for pat, place in o.patterns]
-        names_language = self.names_dfa(f)
         if len(patterns) > MAX_PATTERN_SUBSETS:
             self.refuse("too many patternProperties to partition keys", "patternProperties", f.pointer)
             patterns = []
@@ -130,9 +151,16 @@ class ContainerLoweringMixin:
             if any(p.schema is False for p in conj):
                 continue
             regions.append((inside, conj))
+        return patterns, regions
+
+    def extra_members(self, f: Facets, declared: list[str]) -> Node:
+        """One member whose key is not declared: its key language and value, by pattern region."""
+        ws = self.ws
+        patterns, regions = self.extra_regions(f)
+        names_language = self.names_dfa(f)
         out: list[Node] = []
         for inside, conj in regions:
-            value = self.compile_conj(conj)
+            value = self.lower_conj(conj)
             if value == NOTHING:
                 continue
             if not patterns and names_language is None:

@@ -11,6 +11,7 @@ import math
 from .._errors import LimitError
 from .._ir import Node, alt, lit, opt, ref, repeat, seq
 from .facets import Facets, _ArrayFacet, _ObjectFacet
+from .graph import Shape
 from .helpers import _added
 from .limits import MAX_ALTERNATIVES, MAX_EXCLUDED_NUMBERS
 from .numbers import ANY_NUMBER, Bound, number_texts, tighter_lower, tighter_upper
@@ -36,7 +37,9 @@ class LoweringMixin:
             self._any_value = value
         return self._any_value
 
-    def lower(self, f: Facets) -> Node:
+    def lower(self, shape: Shape) -> Node:
+        """One branch of a conjunction, its kinds of value side by side."""
+        f = shape.facets
         if f.values is not None:
             return self.lower_values(f)
         parts: list[Node] = []
@@ -51,9 +54,9 @@ class LoweringMixin:
         if "string" in f.kinds:
             parts.append(self.lower_string(f))
         if "array" in f.kinds:
-            parts.extend(self.lower_array(g) for g in self.excluding_containers(f, "array"))
+            parts.extend(self.lower_array(g) for g in shape.arrays)
         if "object" in f.kinds:
-            parts.extend(self.lower_object(g) for g in self.excluding_containers(f, "object"))
+            parts.extend(self.lower_object(g) for g in shape.objects)
         return alt(*parts)
 
     def excluding_containers(self, f: Facets, kind: str) -> list[Facets]:
