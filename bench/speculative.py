@@ -1,8 +1,8 @@
 """Fewer forward passes than tokens: realistic extractions decoded free, constrained, with
-jump-forward, and with jump-forward and prompt lookup (`draft="prompt"`), timed from the
-caller's side.
+jump-forward, with jump-forward and prompt lookup (`draft="prompt"`), and with jump-forward and
+a draft model (`--draft`: `draft=PATH`), timed from the caller's side.
 
-    python -m bench.speculative [--model NAME|PATH ...] [--rounds 1] [--max-tokens 320] [--docs N]
+    python -m bench.speculative [--model NAME|PATH ...] [--draft NAME|PATH] [--rounds 1] [--max-tokens 320] [--docs N]
 
 The documents: texts to extract from for bench.masker's contact, invoice and ticket schemas, and
 people for bench._people's schema, each with its instructions as the system message. Per model
@@ -14,9 +14,11 @@ each call, and time the whole prompt read too). Greedy throughout.
 
 Columns, per mode: ms per document and per output token (wall time of `generate`), output tokens and forward passes per document (`usage.forward_passes`: the passes
 whose logits chose tokens), passes per token, the drafter's acceptance rate, and how many
-outputs equal plain constrained greedy's token for token. The last lines give the two ratios of
-the acceptance figure: constrained with jump-forward and prompt lookup over free decoding of
-the same requests, in wall time per output token, and its passes over its tokens.
+outputs equal plain constrained greedy's token for token; with a draft model, the draft
+model's own passes per document too (they cost time, not target passes). The last lines give
+the two ratios of the acceptance figure for each drafter: constrained with jump-forward and the
+drafter over free decoding of the same requests, in wall time per output token, and its passes
+over its tokens.
 """
 
 from __future__ import annotations
@@ -33,7 +35,10 @@ from bench._progress import progress
 from bench.masker import SCHEMAS as MASKER_SCHEMAS
 
 MODES = ("free", "constrained", "+ jump-forward", "+ prompt lookup")
-# How each mode sets the runtime: (grammar on, jump_forward, draft).
+DRAFT_MODE = "+ draft model"
+DRAFTERS = ("+ prompt lookup", DRAFT_MODE)
+# How each mode sets the runtime: (grammar on, jump_forward, draft); the draft model's path is
+# filled in by `run`.
 SETTINGS = {
     "free": (False, False, None),
     "constrained": (True, False, None),
@@ -102,30 +107,42 @@ class Tally:
     accepted: int = 0
     equal: int = 0
     runs: int = 0
+    draft_passes: int = 0
     answers: dict[tuple[str, int], list[int] | None] = field(default_factory=dict)  # (document, round): ids
 
 
-def run(model: str | None, docs: list[Document], rounds: int, max_tokens: int, cold_prompts: bool) -> dict[str, Tally]:
+def run(model: str | None, docs: list[Document], rounds: int, max_tokens: int, cold_prompts: bool,
+        draft: str | None = None) -> dict[str, Tally]:
     rt = models.runtime(model)
+    modes = MODES + ((DRAFT_MODE,) if draft else ())
+    settings = SETTINGS | ({DRAFT_MODE: (True, True, str(models.resolve(draft)))} if draft else {})
     print(f"# {rt.name}: {len(docs)} documents, {rounds} round(s), max_tokens={max_tokens}"
-          + (", every prompt read in every call" if cold_prompts else ", prompts cached"), flush=True)
+          + (", every prompt read in every call" if cold_prompts else ", prompts cached")
+          + (f", draft model {draft}" if draft else ""), flush=True)
     grammars = {doc.name: grammar.from_json_schema(doc.schema) for doc in docs}
-    tallies = {mode: Tally() for mode in MODES}
+    tallies = {mode: Tally() for mode in modes}
     saved = rt.jump_forward, rt.draft
+    drafter = None
     try:
+        if draft:  # loaded once (the runtime keeps it between settings), for its pass count
+            rt.draft = settings[DRAFT_MODE][2]
+            drafter = rt._drafter
         for r in range(rounds):
             for d, doc in enumerate(progress(docs, f"round {r + 1}")):
                 rt.generate_sync(doc.messages, grammar=grammars[doc.name], max_tokens=1)  # not timed
-                turn = (d + r) % len(MODES)
-                for mode in MODES[turn:] + MODES[:turn]:
-                    constrained, rt.jump_forward, rt.draft = SETTINGS[mode]
+                turn = (d + r) % len(modes)
+                for mode in modes[turn:] + modes[:turn]:
+                    constrained, rt.jump_forward, rt.draft = settings[mode]
                     if cold_prompts:
                         rt.forget_caches()
+                    passes_before = drafter.passes if drafter is not None else 0
                     started = time.perf_counter()
                     generation = rt.generate_sync(doc.messages, grammar=grammars[doc.name] if constrained else None,
                                                   max_tokens=max_tokens)
                     elapsed = time.perf_counter() - started
                     tally = tallies[mode]
+                    if mode == DRAFT_MODE:
+                        tally.draft_passes += drafter.passes - passes_before
                     tally.seconds.append(elapsed)
                     tally.tokens.append(generation.usage.completion_tokens)
                     tally.passes.append(generation.usage.forward_passes)
@@ -136,7 +153,7 @@ def run(model: str | None, docs: list[Document], rounds: int, max_tokens: int, c
                     if constrained and generation.finish_reason != "grammar_complete":
                         print(f"  {doc.name} ({mode}): finished with {generation.finish_reason}", file=sys.stderr)
         plain = tallies["constrained"].answers
-        for mode in MODES[1:]:
+        for mode in modes[1:]:
             tally = tallies[mode]
             tally.equal = sum(ids == plain[key] for key, ids in tally.answers.items())
     finally:
@@ -145,20 +162,27 @@ def run(model: str | None, docs: list[Document], rounds: int, max_tokens: int, c
 
 
 def report(tallies: dict[str, Tally]) -> None:
+    drafting = DRAFT_MODE in tallies
     print("| mode | ms / document | ms / token | tokens / document | passes / document | passes / token "
-          "| acceptance | equal to plain greedy |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for mode in MODES:
-        t = tallies[mode]
+          "| acceptance | equal to plain greedy |" + (" draft passes / document |" if drafting else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if drafting else ""))
+    for mode, t in tallies.items():
         tokens, passes = sum(t.tokens), sum(t.passes)
         acceptance = f"{t.accepted / t.drafted:.0%} of {t.drafted / t.runs:.0f}" if t.drafted else "-"
         equal = f"{t.equal}/{t.runs}" if mode != "free" else "-"
+        draft_passes = (f" {t.draft_passes / t.runs:.1f} |" if mode == DRAFT_MODE else " - |") if drafting else ""
         print(f"| {mode} | {statistics.fmean(t.seconds) * 1e3:.0f} | {sum(t.seconds) / tokens * 1e3:.1f} | "
-              f"{tokens / t.runs:.1f} | {passes / t.runs:.1f} | {passes / tokens:.2f} | {acceptance} | {equal} |")
-    free, best = tallies["free"], tallies["+ prompt lookup"]
-    per_token = (sum(best.seconds) / sum(best.tokens)) / (sum(free.seconds) / sum(free.tokens))
-    print(f"\nprompt lookup + jump-forward vs free: wall time per output token {per_token:.2f}x; "
-          f"forward passes / tokens {sum(best.passes) / sum(best.tokens):.2f}", flush=True)
+              f"{tokens / t.runs:.1f} | {passes / t.runs:.1f} | {passes / tokens:.2f} | {acceptance} | {equal} |"
+              + draft_passes)
+    free = tallies["free"]
+    print()
+    for mode in DRAFTERS:
+        if mode not in tallies:
+            continue
+        best = tallies[mode]
+        per_token = (sum(best.seconds) / sum(best.tokens)) / (sum(free.seconds) / sum(free.tokens))
+        print(f"{mode[2:]} + jump-forward vs free: wall time per output token {per_token:.2f}x; "
+              f"forward passes / tokens {sum(best.passes) / sum(best.tokens):.2f}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,10 +193,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=320)
     parser.add_argument("--docs", type=int, default=None, help="only the first N documents")
     parser.add_argument("--cold-prompts", action="store_true", help="read every prompt anew in every call, timed")
+    parser.add_argument("--draft", metavar="NAME|PATH",
+                        help="a draft model with the same vocabulary (a GGUF file or a model name): adds a mode")
     args = parser.parse_args(argv)
     docs = documents()[: args.docs]
     for model in args.model or [None]:
-        report(run(model, docs, args.rounds, args.max_tokens, args.cold_prompts))
+        report(run(model, docs, args.rounds, args.max_tokens, args.cold_prompts, args.draft))
     return 0
 
 

@@ -18,7 +18,12 @@ from ._errors import InvalidRequest
 
 
 class Drafter(Protocol):
-    """Proposes up to `limit` tokens to follow `context`; deterministic in `context`."""
+    """Proposes up to `limit` tokens to follow `context`; deterministic in `context`.
+
+    A drafter with `guided = True` (the draft model, `_draft_model.DraftModel`) is called as
+    `propose(context, limit, matcher)` with a fork of the grammar's matcher at the end of
+    `context` (None without a grammar), to choose only guesses the grammar allows.
+    """
 
     def propose(self, context: list[int], limit: int) -> list[int]:
         ...

@@ -70,21 +70,26 @@ class LocalRuntime(Runtime):
     @property
     def draft(self) -> object:
         """The drafter of speculative decoding: None (none), "prompt" (prompt lookup: n-gram
-        matches against the prompt and the answer so far) or an object with
-        `propose(context, limit)`. Its guesses are checked by the model, several per forward
+        matches against the prompt and the answer so far), a draft model's path where the
+        runtime can load one (`LlamaCpp`), or an object with `propose(context, limit)`. Its guesses are checked by the model, several per forward
         pass; greedy output is the same as without, sampled output has the same distribution.
         Set it between calls; a model whose cache cannot drop its last tokens cannot draft."""
         return self._draft
 
     @draft.setter
     def draft(self, value: object) -> None:
-        drafter = drafter_for(value)
+        drafter = self._drafter_for(value)
         if drafter is not None and not self.keeps_partial_cache:
             raise RuntimeFailure(
                 f"{self.name}: draft={value!r} needs a model whose cache can drop a sequence's last "
                 "tokens (rejected guesses); this one cannot"
             )
         self._draft, self._drafter = value, drafter
+
+    def _drafter_for(self, value: object) -> Drafter | None:
+        """The drafter a `draft` setting names (a runtime that can load a draft model from a
+        path widens this)."""
+        return drafter_for(value)
 
     @property
     def _scheduler(self) -> Scheduler:

@@ -232,7 +232,7 @@ class Sequence:
                 proposal = proposal[1:] if proposal and proposal[0] == forced else []
             else:
                 if not proposal:
-                    proposal = self.drafter.propose(context + guesses, limit - len(guesses))
+                    proposal = self._propose(context + guesses, limit - len(guesses), fork)
                     if not proposal:
                         break
                 token, proposal = proposal[0], proposal[1:]
@@ -240,6 +240,13 @@ class Sequence:
                 break
             guesses.append(token)
         return guesses
+
+    def _propose(self, context: list[int], limit: int, fork: Matcher | None) -> list[int]:
+        """The drafter's proposal; a guided drafter chooses under a fork of the matcher of its
+        own (the one given here checks what it proposes)."""
+        if getattr(self.drafter, "guided", False):
+            return self.drafter.propose(context, limit, fork.fork() if fork is not None else None)
+        return self.drafter.propose(context, limit)
 
     def _choose(self, logits: Any, remaining: int, draft: int | None = None) -> int:
         """The next token; under a grammar, one after which the document can still be closed

@@ -23,6 +23,8 @@ from grammar import Vocabulary, read_gguf_metadata
 
 from ._chat import ChatTemplate, tool_call_envelope
 from ._control_text import ControlTexts
+from ._draft_model import DraftModel
+from ._drafting import Drafter
 from ._errors import RuntimeFailure, RuntimeUnavailable
 from ._llama_context import LlamaContext
 from ._llamacpp_check import ensure_long_prompts_run
@@ -69,6 +71,8 @@ class LlamaCpp(LocalRuntime):
     taken without a model step and read with the next one; greedy output is unchanged.
     `draft="prompt"`: speculative decoding by prompt lookup; up to `draft_tokens` guesses a
     step, each allowed by the grammar, checked by the model in one pass (see `LocalRuntime.draft`).
+    `draft=PATH`: the guesses of a smaller GGUF model with the same vocabulary (greedy, under the
+    grammar), loaded beside this one with a cache slot per call.
 
     Before the model is loaded here, a child process reads a long prompt with it once per
     llama.cpp build, model and CPU (`runtimes._llamacpp_check`): a build that uses instructions
@@ -130,6 +134,8 @@ class LlamaCpp(LocalRuntime):
         self.batch_tokens = batch_tokens
         self.prefill_chunk = prefill_chunk
         self._n_vocab = self._context.n_vocab
+        self._n_threads = n_threads
+        self._draft_models: dict[str, DraftModel] = {}  # by resolved path: see `_drafter_for`
         self.vocabulary = Vocabulary.from_gguf(self.model_path)
         if self.vocabulary.size != self._n_vocab:
             raise RuntimeFailure(
@@ -233,6 +239,19 @@ class LlamaCpp(LocalRuntime):
             raise RuntimeFailure("LlamaCpp: the prompt is empty (no tokens to read)")
         return ids
 
+    def _drafter_for(self, value: object) -> Drafter | None:
+        """A path (other than "prompt") names a draft model: loaded beside this one once (a
+        later setting of the same path finds it loaded), with a cache slot per call decoding at
+        once; freed with this runtime."""
+        if isinstance(value, os.PathLike) or (isinstance(value, str) and value != "prompt"):
+            path = str(Path(value).resolve())
+            if path not in self._draft_models:
+                self._draft_models[path] = DraftModel(
+                    self._lib, value, vocabulary=self.vocabulary, positions=self.context_length,
+                    slots=self.max_batch, batch_tokens=self.batch_tokens, n_threads=self._n_threads)
+            return self._draft_models[path]
+        return super()._drafter_for(value)
+
     def begin_slot(self, slot: int, keep: int) -> int:
         return self._context.keep(slot, keep)
 
@@ -243,4 +262,6 @@ class LlamaCpp(LocalRuntime):
         return self._context.decode([(f.slot, f.start, f.tokens, f.logits) for f in feeds])
 
     def _release(self) -> None:
+        for model in self._draft_models.values():
+            model.close()
         self._context.close()
