@@ -327,6 +327,7 @@ class Outcome:
     text: str
     calls: list[dict[str, Any]]
     error: str | None = None
+    usage: Any = None  # the run's `RunUsage`, where one agent turn made it
 
 
 @dataclass(frozen=True)
@@ -490,9 +491,10 @@ async def agent_turn(item: Item, runtime: Any, category: str, max_tokens: int, t
     run that fails (invalid arguments, a runtime error) counts as invalid, its error kept."""
     used = FreeDecoding(runtime, list(item.tools.values()), tool_prompt) if free else runtime
     agent = turn_agent(item, used, max_tokens, tool_prompt)
-    text, calls, error = "", [], None
+    text, calls, error, usage = "", [], None, None
     try:
         result = await agent.run(item.messages)
+        usage = result.usage
         if result.pending:
             calls = [{"name": p.tool, "arguments": p.call.arguments} for p in result.pending]
             text = json.dumps(calls, ensure_ascii=False)
@@ -502,7 +504,10 @@ async def agent_turn(item: Item, runtime: Any, category: str, max_tokens: int, t
         text = exc.text
     except RunError as exc:
         error = f"{type(exc).__name__}: {exc}"
-    return judge(item, category, text, calls, error)
+        usage = getattr(exc, "usage", None)
+    outcome = judge(item, category, text, calls, error)
+    outcome.usage = usage
+    return outcome
 
 
 async def evaluate(categories: list[str], limit: int | None, max_tokens: int, runtime: Any, verbose: bool,

@@ -24,10 +24,13 @@ over its tokens.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import grammar
 from bench import _people, models
@@ -108,18 +111,57 @@ class Tally:
     equal: int = 0
     runs: int = 0
     draft_passes: int = 0
-    answers: dict[tuple[str, int], list[int] | None] = field(default_factory=dict)  # (document, round): ids
+    correct: int | None = None  # BFCL items: answers whose calls are right (AST)
+    answers: dict[tuple[str, int], object] = field(default_factory=dict)  # (document, round): its answer
 
 
-def run(model: str | None, docs: list[Document], rounds: int, max_tokens: int, cold_prompts: bool,
-        draft: str | None = None) -> dict[str, Tally]:
-    rt = models.runtime(model)
+@dataclass(frozen=True)
+class Job:
+    """One request, run once per mode: `call(constrained)` makes it on the runtime as set for
+    the mode and returns (usage, answer, right or None); `warm` reads its prompt, untimed."""
+
+    name: str
+    call: Callable[[bool], tuple[Any, object, bool | None]]
+    warm: Callable[[], object] | None = None
+
+
+def extraction_jobs(rt: Any, docs: list[Document], max_tokens: int) -> list[Job]:
+    grammars = {doc.name: grammar.from_json_schema(doc.schema) for doc in docs}
+
+    def job(doc: Document) -> Job:
+        def call(constrained: bool) -> tuple[Any, object, bool | None]:
+            g = rt.generate_sync(doc.messages, grammar=grammars[doc.name] if constrained else None, max_tokens=max_tokens)
+            if constrained and g.finish_reason != "grammar_complete":
+                print(f"  {doc.name}: finished with {g.finish_reason}", file=sys.stderr)
+            return g.usage, g.token_ids, None
+        return Job(doc.name, call, lambda: rt.generate_sync(doc.messages, grammar=grammars[doc.name], max_tokens=1))
+
+    return [job(doc) for doc in docs]
+
+
+def bfcl_jobs(rt: Any, limit: int, max_tokens: int) -> list[Job]:
+    """The first `limit` BFCL simple_python items, each one turn of the default `Agent` (its
+    prompt, tools and turn grammar; free: the same agent with the grammar dropped), as
+    `bench.bfcl` runs them. Its prompt is read by the first mode in turn, not apart."""
+    from bench import bfcl
+
+    if bfcl.corpus_missing():
+        return []
+    items, _ = bfcl.load("simple_python", bfcl.corpus_bfcl(), limit)
+
+    def job(item: Any) -> Job:
+        def call(constrained: bool) -> tuple[Any, object, bool | None]:
+            o = asyncio.run(bfcl.agent_turn(item, rt, "simple_python", max_tokens, "json_list", free=not constrained))
+            return o.usage, o.text, o.correct
+        return Job(item.id, call)
+
+    return [job(item) for item in items]
+
+
+def run(rt: Any, jobs: list[Job], rounds: int, cold_prompts: bool, draft: str | None = None) -> dict[str, Tally]:
+    """Every job once per mode and round, the modes in an order that turns by job."""
     modes = MODES + ((DRAFT_MODE,) if draft else ())
     settings = SETTINGS | ({DRAFT_MODE: (True, True, str(models.resolve(draft)))} if draft else {})
-    print(f"# {rt.name}: {len(docs)} documents, {rounds} round(s), max_tokens={max_tokens}"
-          + (", every prompt read in every call" if cold_prompts else ", prompts cached")
-          + (f", draft model {draft}" if draft else ""), flush=True)
-    grammars = {doc.name: grammar.from_json_schema(doc.schema) for doc in docs}
     tallies = {mode: Tally() for mode in modes}
     saved = rt.jump_forward, rt.draft
     drafter = None
@@ -128,8 +170,9 @@ def run(model: str | None, docs: list[Document], rounds: int, max_tokens: int, c
             rt.draft = settings[DRAFT_MODE][2]
             drafter = rt._drafter
         for r in range(rounds):
-            for d, doc in enumerate(progress(docs, f"round {r + 1}")):
-                rt.generate_sync(doc.messages, grammar=grammars[doc.name], max_tokens=1)  # not timed
+            for d, job in enumerate(progress(jobs, f"round {r + 1}")):
+                if job.warm is not None:
+                    job.warm()
                 turn = (d + r) % len(modes)
                 for mode in modes[turn:] + modes[:turn]:
                     constrained, rt.jump_forward, rt.draft = settings[mode]
@@ -137,25 +180,24 @@ def run(model: str | None, docs: list[Document], rounds: int, max_tokens: int, c
                         rt.forget_caches()
                     passes_before = drafter.passes if drafter is not None else 0
                     started = time.perf_counter()
-                    generation = rt.generate_sync(doc.messages, grammar=grammars[doc.name] if constrained else None,
-                                                  max_tokens=max_tokens)
+                    usage, answer, right = job.call(constrained)
                     elapsed = time.perf_counter() - started
                     tally = tallies[mode]
                     if mode == DRAFT_MODE:
                         tally.draft_passes += drafter.passes - passes_before
                     tally.seconds.append(elapsed)
-                    tally.tokens.append(generation.usage.completion_tokens)
-                    tally.passes.append(generation.usage.forward_passes)
-                    tally.drafted += generation.usage.drafted_tokens
-                    tally.accepted += generation.usage.accepted_tokens
+                    tally.tokens.append(usage.completion_tokens if usage is not None else 0)
+                    tally.passes.append(usage.forward_passes if usage is not None else 0)
+                    tally.drafted += usage.drafted_tokens if usage is not None else 0
+                    tally.accepted += usage.accepted_tokens if usage is not None else 0
                     tally.runs += 1
-                    tally.answers[(doc.name, r)] = generation.token_ids
-                    if constrained and generation.finish_reason != "grammar_complete":
-                        print(f"  {doc.name} ({mode}): finished with {generation.finish_reason}", file=sys.stderr)
+                    if right is not None:
+                        tally.correct = (tally.correct or 0) + right
+                    tally.answers[(job.name, r)] = answer
         plain = tallies["constrained"].answers
         for mode in modes[1:]:
             tally = tallies[mode]
-            tally.equal = sum(ids == plain[key] for key, ids in tally.answers.items())
+            tally.equal = sum(answer == plain[key] for key, answer in tally.answers.items())
     finally:
         rt.jump_forward, rt.draft = saved
     return tallies
@@ -163,9 +205,11 @@ def run(model: str | None, docs: list[Document], rounds: int, max_tokens: int, c
 
 def report(tallies: dict[str, Tally]) -> None:
     drafting = DRAFT_MODE in tallies
+    scored = tallies["free"].correct is not None
     print("| mode | ms / document | ms / token | tokens / document | passes / document | passes / token "
-          "| acceptance | equal to plain greedy |" + (" draft passes / document |" if drafting else ""))
-    print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if drafting else ""))
+          "| acceptance | equal to plain greedy |" + (" draft passes / document |" if drafting else "")
+          + (" AST accuracy |" if scored else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if drafting else "") + ("---:|" if scored else ""))
     for mode, t in tallies.items():
         tokens, passes = sum(t.tokens), sum(t.passes)
         acceptance = f"{t.accepted / t.drafted:.0%} of {t.drafted / t.runs:.0f}" if t.drafted else "-"
@@ -173,7 +217,7 @@ def report(tallies: dict[str, Tally]) -> None:
         draft_passes = (f" {t.draft_passes / t.runs:.1f} |" if mode == DRAFT_MODE else " - |") if drafting else ""
         print(f"| {mode} | {statistics.fmean(t.seconds) * 1e3:.0f} | {sum(t.seconds) / tokens * 1e3:.1f} | "
               f"{tokens / t.runs:.1f} | {passes / t.runs:.1f} | {passes / tokens:.2f} | {acceptance} | {equal} |"
-              + draft_passes)
+              + draft_passes + (f" {(t.correct or 0) / t.runs:.0%} |" if scored else ""))
     free = tallies["free"]
     print()
     for mode in DRAFTERS:
@@ -195,10 +239,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold-prompts", action="store_true", help="read every prompt anew in every call, timed")
     parser.add_argument("--draft", metavar="NAME|PATH",
                         help="a draft model with the same vocabulary (a GGUF file or a model name): adds a mode")
+    parser.add_argument("--bfcl", type=int, default=0, metavar="N",
+                        help="also the first N BFCL simple_python items, one default agent turn each")
     args = parser.parse_args(argv)
     docs = documents()[: args.docs]
     for model in args.model or [None]:
-        report(run(model, docs, args.rounds, args.max_tokens, args.cold_prompts, args.draft))
+        rt = models.runtime(model)
+        print(f"# {rt.name}: {len(docs)} extractions, {args.rounds} round(s), max_tokens={args.max_tokens}"
+              + (", every prompt read in every call" if args.cold_prompts else ", prompts cached")
+              + (f", draft model {args.draft}" if args.draft else ""), flush=True)
+        report(run(rt, extraction_jobs(rt, docs, args.max_tokens), args.rounds, args.cold_prompts, args.draft))
+        jobs = bfcl_jobs(rt, args.bfcl, args.max_tokens) if args.bfcl else []
+        if jobs:
+            print(f"\n# {rt.name}: {len(jobs)} BFCL simple_python items, one default agent turn each", flush=True)
+            report(run(rt, jobs, args.rounds, args.cold_prompts, args.draft))
     return 0
 
 
