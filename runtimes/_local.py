@@ -71,9 +71,10 @@ class LocalRuntime(Runtime):
     def draft(self) -> object:
         """The drafter of speculative decoding: None (none), "prompt" (prompt lookup: n-gram
         matches against the prompt and the answer so far), a draft model's path where the
-        runtime can load one (`LlamaCpp`), or an object with `propose(context, limit)`. Its guesses are checked by the model, several per forward
-        pass; greedy output is the same as without, sampled output has the same distribution.
-        Set it between calls; a model whose cache cannot drop its last tokens cannot draft."""
+        runtime can load one (`LlamaCpp`), or an object with `propose(context, limit)`. Its
+        guesses are checked by the model, several per forward pass; greedy output is the same
+        as without, sampled output has the same distribution. Set it between calls; a model
+        whose cache cannot drop its last tokens cannot draft."""
         return self._draft
 
     @draft.setter
