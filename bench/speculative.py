@@ -7,8 +7,8 @@ a draft model (`--draft`: `draft=PATH`), timed from the caller's side.
 The documents: texts to extract from for bench.masker's contact, invoice and ticket schemas, and
 people for bench._people's schema, each with its instructions as the system message. Per model
 and round, every document is run once per mode, the modes in an order that turns by document.
-Each document's prompt is read once first (a one-token call, untimed, which also compiles its
-grammar), so every timed call finds it cached and the times are those of decoding: the same
+Each document's prompt is read once first (a two-token call, untimed, which also compiles its
+grammar and, with a draft model, has the draft model read it too), so every timed call finds it cached and the times are those of decoding: the same
 prompt read would otherwise be added to every mode (`--cold-prompts`: forget the cache before
 each call, and time the whole prompt read too). Greedy throughout.
 
@@ -134,7 +134,7 @@ def extraction_jobs(rt: Any, docs: list[Document], max_tokens: int) -> list[Job]
             if constrained and g.finish_reason != "grammar_complete":
                 print(f"  {doc.name}: finished with {g.finish_reason}", file=sys.stderr)
             return g.usage, g.token_ids, None
-        return Job(doc.name, call, lambda: rt.generate_sync(doc.messages, grammar=grammars[doc.name], max_tokens=1))
+        return Job(doc.name, call, lambda: rt.generate_sync(doc.messages, grammar=grammars[doc.name], max_tokens=2))
 
     return [job(doc) for doc in docs]
 
@@ -142,7 +142,7 @@ def extraction_jobs(rt: Any, docs: list[Document], max_tokens: int) -> list[Job]
 def bfcl_jobs(rt: Any, limit: int, max_tokens: int) -> list[Job]:
     """The first `limit` BFCL simple_python items, each one turn of the default `Agent` (its
     prompt, tools and turn grammar; free: the same agent with the grammar dropped), as
-    `bench.bfcl` runs them. Its prompt is read by the first mode in turn, not apart."""
+    `bench.bfcl` runs them."""
     from bench import bfcl
 
     if bfcl.corpus_missing():
@@ -153,7 +153,10 @@ def bfcl_jobs(rt: Any, limit: int, max_tokens: int) -> list[Job]:
         def call(constrained: bool) -> tuple[Any, object, bool | None]:
             o = asyncio.run(bfcl.agent_turn(item, rt, "simple_python", max_tokens, "json_list", free=not constrained))
             return o.usage, o.text, o.correct
-        return Job(item.id, call)
+        def warm() -> None:  # a turn cut at two tokens: its prompt read, nothing more
+            asyncio.run(bfcl.agent_turn(item, rt, "simple_python", 2, "json_list"))
+
+        return Job(item.id, call, warm)
 
     return [job(item) for item in items]
 
@@ -172,6 +175,9 @@ def run(rt: Any, jobs: list[Job], rounds: int, cold_prompts: bool, draft: str | 
         for r in range(rounds):
             for d, job in enumerate(progress(jobs, f"round {r + 1}")):
                 if job.warm is not None:
+                    # Untimed, with the drafter that reads the prompt (the draft model has a
+                    # cache of its own), so every mode's timed call finds its prompt read.
+                    rt.jump_forward, rt.draft = True, settings[DRAFT_MODE][2] if draft else None
                     job.warm()
                 turn = (d + r) % len(modes)
                 for mode in modes[turn:] + modes[:turn]:
