@@ -9,8 +9,8 @@ from .._grammar import Dropped, Ignored
 from .._ir import EMPTY, Node, alt, char_set, ref, repeat
 from .context import ContextMixin
 from .expansion import ExpansionMixin
-from .facets import MergingMixin
-from .graph import GraphMixin, Vertex, conj_key
+from .facets import Facets, MergingMixin
+from .graph import GraphMixin, Shape, Vertex, conj_key
 from .helpers import _size
 from .lower_containers import ContainerLoweringMixin
 from .lower_strings import StringLoweringMixin
@@ -76,9 +76,13 @@ class _Compiler(ContextMixin, GraphMixin, ExpansionMixin, NegationMixin, Merging
     def compile_keywords(self) -> Node:
         """The root object's members as Python keyword arguments (`name=value, ...`, values
         in JSON): only its declared properties, as a call can't spell another key."""
-        vertex = self.build_graph([self.document.root])
+        root = [self.document.root]
+        vertex = self.build_graph(root)
+        shapes = vertex.shapes
+        if shapes is None:  # any value: among them objects, of which only the empty call is spelled
+            shapes = [Shape(f, objects=self.excluding_containers(f, "object")) for f in self.alternatives(root)]
         parts = []
-        for shape in vertex.shapes or ():
+        for shape in shapes:
             if shape.facets.values is not None:
                 raise CompileError("keyword arguments can't spell an enum or const of objects",
                                    keyword="enum", pointer=shape.facets.pointer)
@@ -108,8 +112,8 @@ class _Compiler(ContextMixin, GraphMixin, ExpansionMixin, NegationMixin, Merging
         try:
             node = alt(*(self.lower(shape) for shape in vertex.shapes))
         except RecursionError:
-            # Python's stack ran out before the graph's depth bound (each level costs several frames): the
-            # deepest conjunction that can still report names the place.
+            # Python's stack ran out before the graph's depth bound (each level costs several
+            # frames): the deepest conjunction that can still report names the place.
             raise LimitError("schema nests too deeply", pointer=conj[0].pointer) from None
         finally:
             del self._pending[key]

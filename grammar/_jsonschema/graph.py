@@ -33,8 +33,8 @@ class Shape:
 
 @dataclass
 class Vertex:
-    """A conjunction of the graph: its branches (None: any value at all), the keys of the
-    conjunctions its lowering reads, and for a leaf schema met before, the key of the first."""
+    """A conjunction of the graph: its branches (None: any value at all), the conjunctions its
+    lowering reads, and for a leaf schema met before, the key of the first."""
 
     conj: list[Place]
     shapes: list[Shape] | None

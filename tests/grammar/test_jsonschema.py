@@ -582,3 +582,23 @@ def _mutated(value):
             lambda i: st.one_of(st.just(value[:i] + value[i + 1 :]), _mutated(value[i]).map(lambda v: value[:i] + [v] + value[i + 1 :]), st.just(value + value[:1]))
         )
     return st.one_of(st.none(), st.booleans(), st.integers(-400, 400), st.text(max_size=6), st.just(value))
+
+
+@pytest.mark.parametrize("schema", [{}, True, {"type": "object"}, {"description": "no arguments"}])
+def test_keyword_arguments_of_a_schema_that_declares_nothing_are_the_empty_call(schema):
+    from grammar._jsonschema import keyword_arguments
+
+    g = keyword_arguments(schema)
+    assert g.accepts("") and not g.accepts("a=1")
+
+
+def test_keyword_arguments_follow_declared_properties_through_refs_and_branches():
+    from grammar._jsonschema import keyword_arguments
+
+    g = keyword_arguments({
+        "$defs": {"n": {"type": "integer", "minimum": 0}},
+        "properties": {"a": {"$ref": "#/$defs/n"}, "b": {"anyOf": [{"type": "string", "maxLength": 2}, {"type": "null"}]}},
+        "required": ["a"],
+    })
+    assert g.accepts("a=1") and g.accepts('a=2, b="x"') and g.accepts("a=3,b=null")
+    assert not g.accepts("a=-1") and not g.accepts('a=1, b="xyz"') and not g.accepts("b=null")
