@@ -36,6 +36,7 @@ import grammar
 from bench import _people, models
 from bench._progress import progress
 from bench.masker import SCHEMAS as MASKER_SCHEMAS
+from runtimes import Usage
 
 MODES = ("free", "constrained", "+ jump-forward", "+ prompt lookup")
 DRAFT_MODE = "+ draft model"
@@ -188,14 +189,15 @@ def run(rt: Any, jobs: list[Job], rounds: int, cold_prompts: bool, draft: str | 
                     started = time.perf_counter()
                     usage, answer, right = job.call(constrained)
                     elapsed = time.perf_counter() - started
+                    usage = usage or Usage()  # a turn that failed before any generation
                     tally = tallies[mode]
                     if mode == DRAFT_MODE:
                         tally.draft_passes += drafter.passes - passes_before
                     tally.seconds.append(elapsed)
-                    tally.tokens.append(usage.completion_tokens if usage is not None else 0)
-                    tally.passes.append(usage.forward_passes if usage is not None else 0)
-                    tally.drafted += usage.drafted_tokens if usage is not None else 0
-                    tally.accepted += usage.accepted_tokens if usage is not None else 0
+                    tally.tokens.append(usage.completion_tokens)
+                    tally.passes.append(usage.forward_passes)
+                    tally.drafted += usage.drafted_tokens
+                    tally.accepted += usage.accepted_tokens
                     tally.runs += 1
                     if right is not None:
                         tally.correct = (tally.correct or 0) + right

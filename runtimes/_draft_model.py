@@ -105,20 +105,15 @@ class DraftModel:
         context only guesses the target refused, at most a proposal's worth; a slot that holds
         more past the tokens it shares with the context is another call's."""
         tokens = np.asarray(context, dtype=np.int64)
-        best, best_common = -1, -1
-        for slot, held in enumerate(self._held):
-            n = min(len(held), len(context))
-            differ = np.flatnonzero(np.asarray(held[:n], dtype=np.int64) != tokens[:n])
-            common = int(differ[0]) if differ.size else n
+        shared = [_common_prefix(held, tokens) for held in self._held]
+        best, best_common = -1, 0
+        for slot, (held, common) in enumerate(zip(self._held, shared)):
             if len(held) - common <= self._most_guesses and common > best_common:
                 best, best_common = slot, common
-        if best >= 0 and best_common > 0:
+        if best >= 0:
             return best, best_common
         slot = int(np.argmin(self._used))
-        held = self._held[slot]
-        n = min(len(held), len(context))
-        differ = np.flatnonzero(np.asarray(held[:n], dtype=np.int64) != tokens[:n])
-        return slot, int(differ[0]) if differ.size else n
+        return slot, shared[slot]
 
     def _read(self, slot: int, tokens: list[int]) -> np.ndarray:
         """Read `tokens` after what the slot holds; the logits after the last."""
@@ -134,3 +129,10 @@ class DraftModel:
 
     def __repr__(self) -> str:
         return f"DraftModel({str(self.path)!r})"
+
+
+def _common_prefix(held: list[int], tokens: np.ndarray) -> int:
+    """How many first tokens `held` and `tokens` share."""
+    n = min(len(held), len(tokens))
+    differ = np.flatnonzero(np.asarray(held[:n], dtype=np.int64) != tokens[:n])
+    return int(differ[0]) if differ.size else n

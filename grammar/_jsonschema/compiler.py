@@ -7,7 +7,7 @@ from __future__ import annotations
 from .._errors import CompileError, LimitError
 from .._grammar import Dropped, Ignored
 from .._ir import EMPTY, Node, alt, char_set, ref, repeat
-from .context import ContextMixin
+from .context import ContextMixin, Notes
 from .expansion import ExpansionMixin
 from .facets import Facets, MergingMixin
 from .graph import GraphMixin, Shape, Vertex, conj_key
@@ -45,9 +45,9 @@ class _Compiler(ContextMixin, GraphMixin, ExpansionMixin, NegationMixin, Merging
             self.rules["ws"] = repeat(char_set(" \t\n\r"), 0, whitespace)
             self.ws = ref("ws")
         self.graph: dict[tuple, Vertex] = {}  # the first pass's: see `graph`
-        self._leaf_vertices: dict[tuple, tuple[tuple, list[str], list[tuple[str, str]]]] = {}  # see `_leaf_key`
+        self._leaf_vertices: dict[tuple, tuple[tuple, Notes]] = {}  # by `_leaf_key`: the first's key, its notes
         self._compiled: dict[tuple, Node] = {}
-        self._lowering_notes: dict[tuple, tuple[list[str], list[tuple[str, str]]]] = {}
+        self._lowering_notes: dict[tuple, Notes] = {}  # of leaf vertices, for the equal ones
         self._pending: dict[tuple, str] = {}
         self._recursive: set[str] = set()
         self._alternatives: dict[tuple, list[Facets]] = {}
@@ -106,7 +106,7 @@ class _Compiler(ContextMixin, GraphMixin, ExpansionMixin, NegationMixin, Merging
             return ref(name)
         if vertex.shapes is None:
             return self.any_value()
-        notes = len(self.ignored), len(self.dropped)
+        mark = self.notes_mark()
         name = self.name("v")
         self._pending[key] = name
         try:
@@ -120,21 +120,14 @@ class _Compiler(ContextMixin, GraphMixin, ExpansionMixin, NegationMixin, Merging
         if name in self._recursive or _size(node) > 40:
             node = self.rule(name, node)
         self._compiled[key] = node
-        self._lowering_notes[key] = (
-            [i.keyword for i in self.ignored[notes[0]:]],
-            [(d.keyword, d.reason) for d in self.dropped[notes[1]:]],
-        )
+        if vertex.leaf:
+            self._lowering_notes[key] = self.notes_since(mark)
         return node
 
     def _same_leaf(self, key: tuple, vertex: Vertex) -> Node:
         """A leaf schema equal to one lowered before: its node, and what lowering it noted,
         noted again at this place."""
         node = self.lower_conj(self.graph[vertex.same_as].conj)
-        ignored, dropped = self._lowering_notes[vertex.same_as]
-        pointer = vertex.conj[0].pointer
-        for keyword in ignored:
-            self.ignore(keyword, pointer)
-        for keyword, reason in dropped:
-            self.refuse(reason, keyword, pointer)
+        self.note_again(self._lowering_notes[vertex.same_as], vertex.conj[0].pointer)
         self._compiled[key] = node
         return node

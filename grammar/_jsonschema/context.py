@@ -10,6 +10,8 @@ from .._ir import Lit, NOTHING, Node, ref
 from .limits import MAX_RULES
 from .refs import DRAFT2020, Place
 
+Notes = tuple[list[str], list[tuple[str, str]]]  # see `ContextMixin.notes_since`
+
 
 class ContextMixin:
     """The compiler's context (a part of `_Compiler`)."""
@@ -42,6 +44,23 @@ class ContextMixin:
         if (keyword, pointer) not in self._seen_dropped:
             self._seen_dropped.add((keyword, pointer))
             self.dropped.append(Dropped(keyword, pointer, message))
+
+    def notes_mark(self) -> tuple[int, int]:
+        """Where the notes stand now, for `notes_since`."""
+        return len(self.ignored), len(self.dropped)
+
+    def notes_since(self, mark: tuple[int, int]) -> Notes:
+        """What was ignored or dropped since `mark`: (keywords ignored, (keyword, reason) dropped)."""
+        return ([i.keyword for i in self.ignored[mark[0]:]],
+                [(d.keyword, d.reason) for d in self.dropped[mark[1]:]])
+
+    def note_again(self, notes: Notes, pointer: str) -> None:
+        """`notes` taken at one place, noted at `pointer` too (an equal schema met again)."""
+        ignored, dropped = notes
+        for keyword in ignored:
+            self.ignore(keyword, pointer)
+        for keyword, reason in dropped:
+            self.refuse(reason, keyword, pointer)
 
     def ignore(self, keyword: str, pointer: str) -> None:
         if (keyword, pointer) not in self._seen_ignored:

@@ -34,12 +34,13 @@ class Shape:
 @dataclass
 class Vertex:
     """A conjunction of the graph: its branches (None: any value at all), the conjunctions its
-    lowering reads, and for a leaf schema met before, the key of the first."""
+    lowering reads, and for a leaf schema met before, the key of the first (`same_as`)."""
 
     conj: list[Place]
     shapes: list[Shape] | None
     children: list[list[Place]] = field(default_factory=list)
     same_as: tuple | None = None
+    leaf: bool = False  # the first of its equal leaf schemas: others are lowered as it is
 
 
 def conj_key(conj: list[Place]) -> tuple:
@@ -72,13 +73,10 @@ class GraphMixin:
         # once; what was ignored or dropped there is noted again at each place.
         leaf = _leaf_key(conj[0]) if len(conj) == 1 else None
         if leaf is not None and leaf in self._leaf_vertices:
-            first, ignored, dropped = self._leaf_vertices[leaf]
-            for keyword in ignored:
-                self.ignore(keyword, conj[0].pointer)
-            for keyword, reason in dropped:
-                self.refuse(reason, keyword, conj[0].pointer)
+            first, notes = self._leaf_vertices[leaf]
+            self.note_again(notes, conj[0].pointer)
             return Vertex(conj, None, same_as=first)
-        notes = len(self.ignored), len(self.dropped)
+        mark = self.notes_mark()
         try:
             alternatives = self.alternatives(conj)
         except _Cyclic:
@@ -103,9 +101,6 @@ class GraphMixin:
                 vertex.children.extend(c for _, c in self.member_conjs(g) if c is not None)
                 vertex.children.extend(c for _, c in self.extra_regions(g)[1])
         if leaf is not None:
-            self._leaf_vertices[leaf] = (
-                conj_key(conj),
-                [i.keyword for i in self.ignored[notes[0]:]],
-                [(d.keyword, d.reason) for d in self.dropped[notes[1]:]],
-            )
+            vertex.leaf = True
+            self._leaf_vertices[leaf] = (conj_key(conj), self.notes_since(mark))
         return vertex

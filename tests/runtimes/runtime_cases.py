@@ -77,3 +77,23 @@ def cases(n: int) -> list[tuple[str, str, int]]:
     ordered = sorted(pairs, key=lambda p: PROMPTS[p[0]].index(p[1]))  # one prompt of each schema first
     cycle = itertools.cycle(ordered)
     return [(*next(cycle), seed) for seed in range(n)]
+
+
+# An extraction that copies from its prompt (names, emails, cities): where drafting pays.
+CONTACT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "maxLength": 30}, "email": {"type": "string", "maxLength": 40},
+                   "city": {"type": "string", "maxLength": 20}},
+    "required": ["name", "email", "city"],
+    "additionalProperties": False,
+}
+CONTACT_TEXTS = [
+    "Maria Gonzalez (maria.gonzalez@example.org) moved to Valencia last year.",
+    "Write to Tom Baker at tom@baker.example, he lives in Cardiff.",
+    "Our new colleague Ana Lima, ana.lima@example.com, works from Lisbon.",
+]
+
+
+def contact_chat(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"Extract the contact as JSON: {text}"}]
+

@@ -14,25 +14,11 @@ import pytest
 import grammar
 from runtimes import InvalidRequest, LlamaCpp
 from runtimes._draft_model import DraftModel
+from runtime_cases import CONTACT_SCHEMA, CONTACT_TEXTS, contact_chat
 
 pytestmark = pytest.mark.model
 
-CONTACT = grammar.from_json_schema({
-    "type": "object",
-    "properties": {"name": {"type": "string", "maxLength": 30}, "email": {"type": "string", "maxLength": 40},
-                   "city": {"type": "string", "maxLength": 20}},
-    "required": ["name", "email", "city"],
-    "additionalProperties": False,
-})
-TEXTS = [
-    "Maria Gonzalez (maria.gonzalez@example.org) moved to Valencia last year.",
-    "Write to Tom Baker at tom@baker.example, he lives in Cardiff.",
-    "Our new colleague Ana Lima, ana.lima@example.com, works from Lisbon.",
-]
-
-
-def chat(text: str) -> list[dict[str, str]]:
-    return [{"role": "user", "content": f"Extract the contact as JSON: {text}"}]
+CONTACT = grammar.from_json_schema(CONTACT_SCHEMA)
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +29,10 @@ def runtime(smollm2_gguf: Path):
 
 
 async def test_greedy_output_with_a_draft_model_is_plain_greedy_output(runtime, smollm2_gguf):
-    plain = [await runtime.generate(chat(t), grammar=CONTACT, max_tokens=80) for t in TEXTS]
+    plain = [await runtime.generate(contact_chat(t), grammar=CONTACT, max_tokens=80) for t in CONTACT_TEXTS]
     runtime.draft = smollm2_gguf
     try:
-        drafted = [await runtime.generate(chat(t), grammar=CONTACT, max_tokens=80) for t in TEXTS]
+        drafted = [await runtime.generate(contact_chat(t), grammar=CONTACT, max_tokens=80) for t in CONTACT_TEXTS]
     finally:
         runtime.draft = None
     for p, d in zip(plain, drafted, strict=True):
@@ -61,7 +47,8 @@ async def test_calls_decoding_together_each_draft_from_a_slot_of_their_own(runti
     drafter = runtime._drafter
     before = drafter.read
     try:
-        got = await asyncio.gather(*(runtime.generate(chat(t), grammar=CONTACT, max_tokens=80) for t in TEXTS))
+        got = await asyncio.gather(*(runtime.generate(contact_chat(t), grammar=CONTACT, max_tokens=80)
+                                     for t in CONTACT_TEXTS))
     finally:
         runtime.draft = None
     for g in got:
@@ -80,8 +67,8 @@ def test_guesses_are_allowed_by_the_grammar_and_a_function_of_the_context(runtim
     model = DraftModel(runtime._lib, smollm2_gguf, vocabulary=runtime.vocabulary, positions=512, slots=2,
                        batch_tokens=256, n_threads=2)
     try:
-        poem = runtime._prompt_ids(chat("Write a short poem about the sea."), None)
-        other = runtime._prompt_ids(chat(TEXTS[0]), None)
+        poem = runtime._prompt_ids(contact_chat("Write a short poem about the sea."), None)
+        other = runtime._prompt_ids(contact_chat(CONTACT_TEXTS[0]), None)
         guesses = model.propose(poem, 8, grammar.Matcher(compiled))
         assert guesses and b"".join(runtime.vocabulary.token_bytes(t) for t in guesses).isdigit()
         check = grammar.Matcher(compiled)

@@ -19,6 +19,7 @@ from runtimes import InvalidRequest, LocalRuntime, RuntimeFailure
 from runtimes._batch import Feed
 from runtimes._drafting import PromptLookup
 from runtimes.testing import RandomRuntime
+from runtime_cases import CONTACT_SCHEMA, CONTACT_TEXTS, contact_chat
 
 RECORD = grammar.from_regex('\\{"id":(0|[1-9][0-9]{0,5}),"name":"[a-z]{1,30}","ok":(true|false)\\}')
 
@@ -199,15 +200,8 @@ def test_the_chi_square_check_sees_a_rule_that_always_takes_the_guess():
 
 @pytest.mark.model
 async def test_the_default_model_with_prompt_lookup_writes_plain_greedy_output(default_runtime):
-    g = grammar.from_json_schema({
-        "type": "object",
-        "properties": {"name": {"type": "string", "maxLength": 30}, "email": {"type": "string", "maxLength": 40},
-                       "city": {"type": "string", "maxLength": 20}},
-        "required": ["name", "email", "city"],
-        "additionalProperties": False,
-    })
-    messages = [{"role": "user", "content": "Extract the contact as JSON: Maria Gonzalez "
-                 "(maria.gonzalez@example.org) moved to Valencia last year."}]
+    g = grammar.from_json_schema(CONTACT_SCHEMA)
+    messages = contact_chat(CONTACT_TEXTS[0])
     plain = await default_runtime.generate(messages, grammar=g, max_tokens=80)
     try:
         default_runtime.draft = "prompt"
