@@ -426,6 +426,11 @@ def _decimal_inside(b: Bound, *, lower: bool) -> Fraction | None:
         short = TINY
     if not lower and -TINY < short < 0:
         short = -TINY
+    # A bound of zero itself: the decimals between it and the midpoint past it ("-0.000…247",
+    # 324 zeros, which the validator reads as -0.0) are left out; spelled, they are a rule of
+    # some 60,000 characters for a plain `minimum: 0`, and no writer means them.
+    if (short < 0 <= b.value) if lower else (short > 0 >= b.value):
+        short = Fraction(0)
     return short
 
 

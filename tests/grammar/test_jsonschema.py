@@ -136,6 +136,21 @@ def test_number_bounds_accept_plain_values_inside():
         assert not grammar.accepts(text), text
 
 
+@pytest.mark.parametrize("keyword", ["minimum", "maximum"])
+def test_a_bound_of_zero_is_a_small_rule(keyword):
+    """`minimum: 0` once spelled every decimal that underflows to -0.0 (324 zeros and more);
+    now zero's own texts stand for them, and values either side still follow the bound."""
+    schema = {"type": "number", keyword: 0}
+    grammar = from_json_schema(schema)
+    assert len(grammar.to_gbnf()) < 1000
+    sign = "" if keyword == "minimum" else "-"
+    for text in ("0", "-0", "0.0", "-0.0", "0.000", sign + "1.5", sign + "2e3", sign + "7"):
+        assert grammar.accepts(text) == valid(schema, text), text
+    outside = "-" if keyword == "minimum" else ""
+    for text in (outside + "0.5", outside + "1", outside + "1e-300"):
+        assert not grammar.accepts(text), text
+
+
 def test_non_integer_multiple_of_is_refused():
     with pytest.raises(CompileError) as e:
         from_json_schema({"type": "number", "multipleOf": 0.01})
