@@ -93,7 +93,9 @@ class CountedMixin:
     def _chain_length(self, state: int, links: np.ndarray) -> tuple[int, np.ndarray] | None:
         """How many bytes of the class `links` can be read from `state` on, each of the class
         leading to one state, with the bytes any state along the way reads; None where the
-        class's bytes part ways or lead round in a loop (or the chain outruns every token)."""
+        class's bytes part ways or lead round in a longer loop (or the chain outruns every
+        token). A chain that ends in a state the class loops on (a minimum length without a
+        maximum) reads as many as any token holds."""
         a = self.automaton
         reads = np.zeros(256, dtype=bool)
         seen = {state}
@@ -104,8 +106,12 @@ class CountedMixin:
             on = row[links]
             if on.max() < 0:
                 return steps, reads
-            s = int(on[0])
-            if s < 0 or (on != s).any() or s in seen:
+            was, s = s, int(on[0])
+            if s < 0 or (on != s).any():
+                return None
+            if s == was:
+                return self.tables.longest, reads
+            if s in seen:
                 return None
             seen.add(s)
         return None

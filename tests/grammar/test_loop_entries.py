@@ -83,3 +83,26 @@ def test_a_string_s_first_characters_agree_with_every_token(smollm2_vocabulary, 
     assert allowed.size > 1000  # most of the vocabulary: the loop's class answered them
     assert set(allowed.tolist()) == _brute_force(m, smollm2_vocabulary.size)
     assert np.array_equal(np.sort(allowed), allowed)
+
+
+@st.composite
+def chains_into_loops(draw) -> tuple[dict, bytes]:
+    """A pattern's class repeated at least `minLength` times (a chain of states, one per
+    character, then a loop), in a rule called from two places, and a prefix inside it."""
+    pattern = draw(st.sampled_from(["^[a-z0-9]+$", "^[ -~]+$", "^[A-Za-z_]+$"]))
+    least = draw(st.integers(8, 40))
+    value = {"type": "string", "pattern": pattern, "minLength": least}
+    schema = {"type": "object", "properties": {"a": value, "b": value}, "additionalProperties": False}
+    written = draw(st.integers(0, least + 3))
+    return schema, b'{"b":"' + b"x" * written
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=chains_into_loops())
+def test_a_chain_into_a_loop_agrees_with_every_token(smollm2_vocabulary, case):
+    """Masks along a minimum length that ends in the class's loop (read from the class's
+    profile, not a walk of every token) are the tokens that step."""
+    schema, prefix = case
+    m = grammar.Matcher(grammar.compile(grammar.from_json_schema(schema), smollm2_vocabulary))
+    assert m.accept_bytes(prefix)
+    assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, smollm2_vocabulary.size)
