@@ -174,3 +174,30 @@ def test_a_loop_and_what_follows_it_may_begin_alike():
     for text, expected in [("ab", True), ("aab", True), ("aaab", True), ("a", False), ("b", False)]:
         assert walks_to_accept(automaton, text) == expected
         assert steps_to_accept(automaton, text) == expected
+
+
+_EDGES = [0x7F, 0x80, 0x7FF, 0x800, 0xFFF, 0x1000, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x3FFFF, 0x40000, 0x10FFFF]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_EDGES) | st.integers(0, 0x10FFFF),
+                          st.sampled_from(_EDGES) | st.integers(0, 0x10FFFF)), min_size=1, max_size=4),
+       st.lists(st.sampled_from(_EDGES) | st.integers(0, 0x10FFFF), min_size=1, max_size=12))
+def test_a_class_reads_the_utf8_of_its_code_points_and_nothing_else(pairs, probes):
+    """A class is emitted as a DAG of byte ranges whose equal tails are one state; it still
+    reads exactly the encodings of its members, at the boundaries of every encoding length."""
+    ranges = [(min(a, b), max(a, b)) for a, b in pairs]
+    automaton = automaton_of(Rules({"root": chars(ranges)}, "root"))
+    for cp in [*probes, *(e + d for e in _EDGES for d in (-1, 0, 1) if 0 <= e + d <= 0x10FFFF)]:
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        assert walks_to_accept(automaton, chr(cp)) == any(lo <= cp <= hi for lo, hi in ranges), hex(cp)
+    # Bytes that are no character's encoding (a lone continuation byte, a cut sequence).
+    for data in (b"\x80", b"\xc2", b"\xe0\xa0", b"\xf0\x90\x80"):
+        s = automaton.walk(automaton.start, data)
+        assert s < 0 or not automaton.accepting[s]
+
+
+def test_a_class_of_all_of_unicode_is_a_few_states():
+    automaton = Automaton(Rules({"root": chars([(0x20, 0x10FFFF)])}, "root"))
+    assert len(automaton.nfa.eps) <= 12
