@@ -71,8 +71,13 @@ class FramedMixin:
         loop, positions, _, long_ids = self._walk_from(local, track)
         long_kept, long_cross = self._split_long(local, long_ids, track)
         depths = self.automaton.depths
-        passed = np.concatenate(track.passed).tolist() if track.passed else []
-        reach = max([depths[s] for s in set(passed)], default=0)
+        reach = 0
+        if track.passed:
+            # Each state once (a walk passes the same few states hundreds of thousands of times).
+            seen = np.zeros(len(depths), dtype=bool)
+            for states in track.passed:
+                seen[states] = True
+            reach = max([depths[s] for s in np.flatnonzero(seen).tolist()], default=0)
         if track.exits:
             cross = np.concatenate([e[0] for e in track.exits])
             cross_from = np.concatenate([e[1] for e in track.exits]).astype(np.int64)
