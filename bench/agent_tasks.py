@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import inspect
 import json
 import sys
 import time
@@ -46,6 +47,10 @@ from bench._progress import progress
 from bench.agent_world import SYSTEM_PROMPT, TASKS, TOOLS, Task
 from bench.free_calls import parse_free_calls
 from runtimes import Generation, Runtime, TextStream
+
+# What `Agent(tools)` asks the model for with no options, read from its signature: the
+# benchmarks' default runs are the user's.
+AGENT_TOOL_PROMPT: ToolPrompt = inspect.signature(Agent).parameters["tool_prompt"].default
 
 if TYPE_CHECKING:
     from runtimes._protocol import Request
@@ -76,7 +81,7 @@ class FreeDecoding(Runtime):
     """`inner` with every grammar dropped: the model answers freely, and any calls it wrote, in
     whatever form, are handed on in the envelope the agent reads."""
 
-    def __init__(self, inner: Runtime, tools: Sequence[Tool], tool_prompt: ToolPrompt = "json_list"):
+    def __init__(self, inner: Runtime, tools: Sequence[Tool], tool_prompt: ToolPrompt = AGENT_TOOL_PROMPT):
         self.inner = inner
         self.name = f"{inner.name} (free)"
         self.tool_call_envelope = inner.tool_call_envelope
@@ -110,7 +115,7 @@ class FreeDecoding(Runtime):
 
 
 def task_agent(runtime: Runtime, max_steps: int, max_tokens: int, tool_choice: ToolChoice = "auto",
-               tool_prompt: ToolPrompt = "json_list") -> Agent:
+               tool_prompt: ToolPrompt = AGENT_TOOL_PROMPT) -> Agent:
     """The agent every task runs on: all the world's tools, the benchmark's system prompt."""
     return Agent(list(TOOLS), runtime=runtime, system_prompt=SYSTEM_PROMPT, max_steps=max_steps,
                  max_tokens=max_tokens, tool_choice=tool_choice, tool_prompt=tool_prompt)
@@ -192,7 +197,7 @@ def _run_tool(tools: dict[str, Tool], name: str, arguments: str) -> str:
 
 
 def evaluate(modes: Sequence[str], model: str | None, tasks: Sequence[Task], max_steps: int, max_tokens: int,
-             verbose: bool, tool_choice: ToolChoice = "auto", tool_prompt: ToolPrompt = "json_list") -> list[Outcome]:
+             verbose: bool, tool_choice: ToolChoice = "auto", tool_prompt: ToolPrompt = AGENT_TOOL_PROMPT) -> list[Outcome]:
     outcomes: list[Outcome] = []
     path = str(models.resolve(model)) if model else None
     runtime: Runtime | None = None
@@ -255,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=256, help="tokens per turn (default 256)")
     parser.add_argument("--tool-choice", choices=["auto", "required"], default="auto",
                         help="the agent's tool_choice (both agent modes; llama-cpp-python stays auto)")
-    parser.add_argument("--tool-prompt", choices=get_args(ToolPrompt), default="json_list",
+    parser.add_argument("--tool-prompt", choices=get_args(ToolPrompt), default=AGENT_TOOL_PROMPT,
                         help="the agent's tool_prompt (both agent modes; default: the agent's default)")
     parser.add_argument("--json", type=Path, help="write every outcome here")
     parser.add_argument("--verbose", action="store_true", help="print each task's calls and answer")

@@ -76,7 +76,7 @@ from agentkit import (
     UnexpectedModelOutput,
 )
 from bench import models
-from bench.agent_tasks import FreeDecoding
+from bench.agent_tasks import AGENT_TOOL_PROMPT, FreeDecoding
 from bench._progress import progress
 from bench.free_calls import parse_free_calls
 
@@ -476,7 +476,7 @@ def agent_variant(tool_prompt: ToolPrompt) -> Variant:
     return Variant(name=f"agent ({tool_prompt})")
 
 
-def turn_agent(item: Item, runtime: Any, max_tokens: int, tool_prompt: ToolPrompt = "json_list",
+def turn_agent(item: Item, runtime: Any, max_tokens: int, tool_prompt: ToolPrompt = AGENT_TOOL_PROMPT,
                model_settings: ModelSettings | None = None) -> Agent[str]:
     """`Agent(tools)` as a user builds it (its defaults, this `tool_prompt`) for one turn on the
     item, every call waiting for approval: the turn's calls are read as the agent reads them
@@ -513,7 +513,7 @@ async def agent_turn(item: Item, runtime: Any, category: str, max_tokens: int, t
 async def evaluate(categories: list[str], limit: int | None, max_tokens: int, runtime: Any, verbose: bool,
                    concurrency: int = 8, variants: list[Variant] | None = None,
                    prompt: str = "template", think: int | None = None,
-                   tool_prompt: ToolPrompt = "json_list") -> list[CategoryScore]:
+                   tool_prompt: ToolPrompt = AGENT_TOOL_PROMPT) -> list[CategoryScore]:
     """Every item of `categories`: its free run and, per variant, a constrained one (with
     `prompt="agent"`, the agent's turn alone, labelled by `agent_variant`)."""
     root = corpus_bfcl()
@@ -595,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="agent: one turn of Agent(tools) with its defaults (the user's figures); template: "
                         "the chat template's tool rendering; python: BFCL's prompt mode asking for a Python list "
                         "of calls (use with --variant python)")
-    parser.add_argument("--tool-prompt", choices=get_args(ToolPrompt), default="json_list",
+    parser.add_argument("--tool-prompt", choices=get_args(ToolPrompt), default=AGENT_TOOL_PROMPT,
                         help="with --prompt agent: the agent's tool_prompt (default: the agent's default)")
     parser.add_argument("--think", type=int, metavar="TOKENS",
                         help="ask both runs to reason in <think></think> first; each constrained run opens "

@@ -35,6 +35,7 @@ from typing import Any
 import grammar
 from bench import _people, models
 from bench._progress import progress
+from bench.agent_tasks import AGENT_TOOL_PROMPT
 from bench.masker import SCHEMAS as MASKER_SCHEMAS
 from runtimes import Usage
 
@@ -152,10 +153,10 @@ def bfcl_jobs(rt: Any, limit: int, max_tokens: int) -> list[Job]:
 
     def job(item: Any) -> Job:
         def call(constrained: bool) -> tuple[Any, object, bool | None]:
-            o = asyncio.run(bfcl.agent_turn(item, rt, "simple_python", max_tokens, "json_list", free=not constrained))
+            o = asyncio.run(bfcl.agent_turn(item, rt, "simple_python", max_tokens, AGENT_TOOL_PROMPT, free=not constrained))
             return o.usage, o.text, o.correct
         def warm() -> None:  # a turn cut at two tokens: its prompt read, nothing more
-            asyncio.run(bfcl.agent_turn(item, rt, "simple_python", 2, "json_list"))
+            asyncio.run(bfcl.agent_turn(item, rt, "simple_python", 2, AGENT_TOOL_PROMPT))
 
         return Job(item.id, call, warm)
 
