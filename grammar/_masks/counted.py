@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._tokens.tables import CharacterProfile
-from .common import _CHARACTER_STATES, _LOOP_BYTES, _NO_WORDS, _byte_set
+from .common import _CHARACTER_STATES, _ENTRY_STEPS, _LOOP_BYTES, _NO_WORDS, _byte_set
 from .pool import StateMask
 
 
@@ -94,8 +94,8 @@ class CountedMixin:
         """How many bytes of the class `links` can be read from `state` on, each of the class
         leading to one state, with the bytes any state along the way reads; None where the
         class's bytes part ways or lead round in a longer loop (or the chain outruns every
-        token). A chain that ends in a state the class loops on (a minimum length without a
-        maximum) reads as many as any token holds."""
+        token). A chain longer than the loop-entry walk follows that ends in a state the class
+        loops on (a long minimum length without a maximum) reads as many as any token holds."""
         a = self.automaton
         reads = np.zeros(256, dtype=bool)
         seen = {state}
@@ -110,7 +110,9 @@ class CountedMixin:
             if s < 0 or (on != s).any():
                 return None
             if s == was:
-                return self.tables.longest, reads
+                # A short way in is the loop-entry walk's (it answers most tokens by the loop's
+                # class); past it, the profile answers the tokens of the class at once.
+                return (self.tables.longest, reads) if steps >= _ENTRY_STEPS else None
             if s in seen:
                 return None
             seen.add(s)
