@@ -8,6 +8,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Feed:
@@ -44,3 +46,12 @@ class BatchModel(Protocol):
     def read_batch(self, feeds: list[Feed]) -> list[Any]:
         """One forward pass over every feed; per feed, its `logits` rows in position order (an
         empty list where it wants none), valid until the next read."""
+
+
+def common_prefix(held: list[int], tokens: list[int]) -> int:
+    """How many leading tokens `held` (what a slot's cache holds) shares with `tokens`."""
+    n = min(len(held), len(tokens))
+    if n <= 0:
+        return 0
+    differ = np.flatnonzero(np.asarray(held[:n], dtype=np.int64) != np.asarray(tokens[:n], dtype=np.int64))
+    return int(differ[0]) if differ.size else n

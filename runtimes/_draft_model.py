@@ -21,6 +21,7 @@ import numpy as np
 
 from grammar import Matcher, Vocabulary
 
+from ._batch import common_prefix
 from ._errors import InvalidRequest, RuntimeUnavailable
 from ._llama_context import LlamaContext
 from ._llamacpp_check import ensure_long_prompts_run
@@ -104,8 +105,7 @@ class DraftModel:
         with how many of the context's first tokens it holds. A call's own slot holds past the
         context only guesses the target refused, at most a proposal's worth; a slot that holds
         more past the tokens it shares with the context is another call's."""
-        tokens = np.asarray(context, dtype=np.int64)
-        shared = [_common_prefix(held, tokens) for held in self._held]
+        shared = [common_prefix(held, context) for held in self._held]
         best, best_common = -1, 0
         for slot, (held, common) in enumerate(zip(self._held, shared)):
             if len(held) - common <= self._most_guesses and common > best_common:
@@ -130,9 +130,3 @@ class DraftModel:
     def __repr__(self) -> str:
         return f"DraftModel({str(self.path)!r})"
 
-
-def _common_prefix(held: list[int], tokens: np.ndarray) -> int:
-    """How many first tokens `held` and `tokens` share."""
-    n = min(len(held), len(tokens))
-    differ = np.flatnonzero(np.asarray(held[:n], dtype=np.int64) != tokens[:n])
-    return int(differ[0]) if differ.size else n

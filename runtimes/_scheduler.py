@@ -16,9 +16,8 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-import numpy as np
 
-from ._batch import BatchModel, Feed
+from ._batch import BatchModel, Feed, common_prefix
 from ._errors import RuntimeFailure
 from ._sequence import Sequence, Step
 
@@ -287,8 +286,4 @@ class Scheduler:
 def _common_prefix(cached: list[int], prompt: list[int]) -> int:
     """How many leading tokens `cached` shares with `prompt`, short of the prompt's last token
     (always read, for the logits of the first answer token)."""
-    limit = min(len(cached), len(prompt) - 1)
-    if limit <= 0:
-        return 0
-    differs = np.flatnonzero(np.asarray(cached[:limit]) != np.asarray(prompt[:limit]))
-    return int(differs[0]) if differs.size else limit
+    return common_prefix(cached, prompt[:-1])
