@@ -3,13 +3,11 @@ is shared, or is the item of a long counted repeat (one call per count)."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from .._ir.analysis import nullable, nullable_rules
 from .._errors import CompileError, LimitError
 from .._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq
 from .graph import _recursive_rules, _shared_rules, check_left_recursion
-from .utf8 import utf8_ranges
+from .utf8 import Utf8Shape, utf8_shape
 
 MAX_NFA_STATES = 400_000
 _SIZE_CHECK = 20_000  # NFA states after which a lower bound on the total is worked out once
@@ -317,10 +315,10 @@ class _NFA:
         return chain + self._depth_of(name) <= _INLINE_DEPTH
 
     def _emit_chars(self, node: Chars, s: int, end: int) -> None:
-        self._emit_shape(_utf8_shape(node.ranges), s, end, {})
+        self._emit_shape(utf8_shape(node.ranges), s, end, {})
 
-    def _emit_shape(self, shape: _Shape, s: int, end: int, made: dict[int, int]) -> None:
-        """States for `shape` (see `_utf8_shape`) from `s` to `end`, one per distinct subshape."""
+    def _emit_shape(self, shape: Utf8Shape, s: int, end: int, made: dict[int, int]) -> None:
+        """States for `shape` (see `utf8_shape`) from `s` to `end`, one per distinct subshape."""
         for (lo, hi), rest in shape:
             if rest is None:
                 self.byte_edges[s] += ((lo, hi, end),)
@@ -330,31 +328,6 @@ class _NFA:
                 t = made[id(rest)] = self.new()
                 self._emit_shape(rest, t, end, made)
             self.byte_edges[s] += ((lo, hi, t),)
-
-
-# A class's UTF-8 encoding as a DAG: the byte ranges a state reads, each with what follows it
-# (None: the character is whole).
-_Shape = tuple[tuple[tuple[int, int], "_Shape | None"], ...]
-
-
-@lru_cache(maxsize=1024)
-def _utf8_shape(ranges: tuple[tuple[int, int], ...]) -> _Shape:
-    """The byte-range sequences of a class of code points, their common prefixes shared (a
-    trie) and their common suffixes too (equal subtrees are one object): a class of all of
-    Unicode is 7 states rather than 17, in every string of a schema."""
-    trie: dict = {}
-    for lo, hi in ranges:
-        for seq_ in utf8_ranges(lo, hi):
-            level = trie
-            for r in seq_:
-                level = level.setdefault(r, {})
-    interned: dict[_Shape, _Shape] = {}
-
-    def shape(level: dict) -> _Shape:
-        made = tuple((r, shape(sub) if sub else None) for r, sub in level.items())
-        return interned.setdefault(made, made)
-
-    return shape(trie)
 
 
 def node_depth(node: Node) -> int:

@@ -1,4 +1,5 @@
-"""Code points lowered to UTF-8: the byte-range sequences that encode a range of them."""
+"""Code points lowered to UTF-8: the byte-range sequences that encode a range of them, and a
+class's encoding as a DAG of byte ranges (the states an automaton reads it with)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,28 @@ def _split(lo: int, hi: int, out: list[list[tuple[int, int]]]) -> None:
     a = chr(lo).encode("utf-8", "surrogatepass")
     b = chr(hi).encode("utf-8", "surrogatepass")
     out.append([(x, y) for x, y in zip(a, b)])
+
+
+# A class's UTF-8 encoding as a DAG: the byte ranges a state reads, each with what follows it
+# (None: the character is whole).
+Utf8Shape = tuple[tuple[tuple[int, int], "Utf8Shape | None"], ...]
+
+
+@lru_cache(maxsize=1024)
+def utf8_shape(ranges: tuple[tuple[int, int], ...]) -> Utf8Shape:
+    """The byte-range sequences of a class of code points, their common prefixes shared (a
+    trie) and their common suffixes too (equal subtrees are one object): a class of all of
+    Unicode is 7 states rather than 17, in every string of a schema."""
+    trie: dict = {}
+    for lo, hi in ranges:
+        for seq_ in utf8_ranges(lo, hi):
+            level = trie
+            for r in seq_:
+                level = level.setdefault(r, {})
+    interned: dict[Utf8Shape, Utf8Shape] = {}
+
+    def shape(level: dict) -> Utf8Shape:
+        made = tuple((r, shape(sub) if sub else None) for r, sub in level.items())
+        return interned.setdefault(made, made)
+
+    return shape(trie)
