@@ -21,7 +21,7 @@ from .._ir import Rules
 from .._timing import CompileProfile, log_compile
 from .._tokens.tables import CharacterProfile, TokenTables, token_tables
 from .._tokens.vocab import Vocabulary
-from .common import _LOOP_BYTES, _SMALL
+from .common import _LOOP_BYTES, _SMALL, _distinct
 from .counted import CountedMixin, _Leavers
 from .framed import FramedMixin, _Inside
 from .pool import PoolMixin, StateMask
@@ -155,7 +155,7 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, FramedMixin):
                     _, ends, looping = self._walked_ends(state)
                     if looping.size:
                         ends = np.append(ends, np.int32(state))
-                found = self._successors[state] = _distinct(ends)
+                found = self._successors[state] = _distinct(ends).astype(np.int32)
         return found
 
     def walk_token(self, state: int, token_id: int) -> int:
@@ -222,13 +222,6 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, FramedMixin):
         if loop is not None:
             return "walked", self._loop_mask(loop, [t.order[positions], long_ids], accepting)
         return "walked", self._state_mask([t.order[positions], long_ids], accepting)
-
-
-def _distinct(values: np.ndarray) -> np.ndarray:
-    """Sorted distinct int32 values; a set beats np.unique's fixed cost on the usual few."""
-    if values.size > 1024:
-        return np.unique(values).astype(np.int32)
-    return np.array(sorted(set(values.tolist())), dtype=np.int32)
 
 
 _COMPILED: "weakref.WeakKeyDictionary[Grammar, dict]" = weakref.WeakKeyDictionary()

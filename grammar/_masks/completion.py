@@ -33,6 +33,7 @@ import numpy as np
 
 from .._automaton.states import MAX_STACK_DEPTH, stack_depth
 from .._errors import MatcherError
+from .common import _distinct
 
 if TYPE_CHECKING:
     from .compiled import CompiledGrammar
@@ -180,13 +181,13 @@ class Completion:
         where the document is already whole; the shortest completion's tokens if none is."""
         c = self.compiled
         ids, ends = c.token_ends(state)
-        fits = [v for v in np.unique(ends).tolist() if self.upper(v, known) <= n - 1]
+        fits = [v for v in _distinct(ends).tolist() if self.upper(v, known) <= n - 1]
         if not fits:
             return self.shortest_tokens(state, known)
         chosen = ids[np.isin(ends, fits)]
         if c.automaton.accepting[state]:
             chosen = np.concatenate([chosen, c.tables.eos_ids])
-        return np.unique(chosen).astype(np.int32)
+        return _distinct(chosen).astype(np.int32)
 
     def shortest_tokens(self, state: int, known: Known) -> np.ndarray:
         """Allowed token ids that begin a shortest completion from `state` (EOS if complete).
@@ -199,7 +200,7 @@ class Completion:
         if c.automaton.accepting[state]:
             return c.tables.eos_ids
         ids, ends = c.token_ends(state)
-        candidates = np.unique(ends).tolist()
+        candidates = _distinct(ends).tolist()
         if not candidates:
             raise MatcherError(f"no token is allowed in {c.automaton.describe(state)}")
         if state not in known.beyond:
@@ -214,7 +215,7 @@ class Completion:
             dist = {v: self.lower(v, known)[0] for v in candidates}
         nearest = min(dist.values())
         best = [v for v in candidates if dist[v] == nearest]
-        return np.unique(ids[np.isin(ends, best)]).astype(np.int32)
+        return _distinct(ids[np.isin(ends, best)]).astype(np.int32)
 
     # -- single-byte spellings ----------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._tokens.tables import LoopClass
-from .common import _FEW_WORDS, _FIRST, _NO_WORDS, _SMALL
+from .common import _FEW_WORDS, _FIRST, _NO_WORDS, _SMALL, _distinct
 
 
 @dataclass(slots=True)
@@ -135,7 +135,7 @@ class PoolMixin:
         if total <= _SMALL:
             return self._small_mask([i for p in parts for i in p.tolist()])
         if total * 2 <= t.size:
-            ids = np.unique(np.concatenate(parts)).astype(np.int32)
+            ids = _distinct(np.concatenate(parts)).astype(np.int32)
             return self._pooled(ids, False, int(ids.size))
         allowed = np.zeros(t.size, dtype=bool)
         for part in parts:

@@ -13,7 +13,7 @@ import numpy as np
 from .._automaton.states import DEAD, MAX_STACK_DEPTH, UNBUILT
 from .._tokens.tables import MATRIX_WIDTH, LoopClass
 from .common import (_BYTES, _ENTRY_STEPS, _FEW, _FEW_WALKS, _LOOP_BYTES, _NO_WORDS, _WIDE_BYTES,
-                     _WIDE_RUN)
+                     _WIDE_RUN, _distinct)
 
 _UTF8_SHAPES = (
     ((0xC2, 0xDF), (0x80, 0xBF)),
@@ -271,7 +271,7 @@ class WalksMixin:
         if not self.automaton.nfa.recursive:  # nothing is doomed: spare the list
             return positions, ends
         deep = ends[np.asarray(self.automaton.depths, np.int32)[ends] >= MAX_STACK_DEPTH] if ends.size else ends
-        doomed = self._doomed_ends(np.unique(deep).tolist()) if deep.size else set()
+        doomed = self._doomed_ends(_distinct(deep).tolist()) if deep.size else set()
         if not doomed:
             return positions, ends
         keep = ~np.isin(ends, list(doomed))
