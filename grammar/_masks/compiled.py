@@ -200,11 +200,15 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, FramedMixin):
             counted = self._counted_mask(state, accepting)
             if counted is not None:
                 return "counted", counted
-        if not a.nfa.recursive and sum(b1 - b0 for b0, b1 in a.byte_spans(state)) >= _LOOP_BYTES:
+        framed = a.frame_split(state) if self._framed else None
+        # With recursion a state inside a call is left to its frame (whose token sets every
+        # place that calls the rule shares); outside every call it may be a chain all the same
+        # (a long pattern beside members that take any JSON value).
+        if ((not a.nfa.recursive or (framed is None and a.depths[state] < MAX_STACK_DEPTH))
+                and sum(b1 - b0 for b0, b1 in a.byte_spans(state)) >= _LOOP_BYTES):
             chained = self._chain_mask(state, accepting)
             if chained is not None:
                 return "chained", chained
-        framed = a.frame_split(state) if self._framed else None
         if framed is not None:
             local, frame, outside, depth = framed
             # Where the frame returns to. Only the depth bound can leave it dead or doomed;

@@ -82,7 +82,7 @@ class CountedMixin:
         offsets = profile.leave_offsets
         first_ok = np.where(offsets == 0, (row >= 0)[profile.leave_bytes], offsets <= steps)
         walked = profile.leave_positions[first_ok & reads[profile.leave_bytes]]
-        kept = self._walk(state, walked)[0]
+        kept = self._without_doomed(*self._walk(state, walked))[0]
         long_ids = np.array([tid for tid, offset, _ in profile.long_leavers if offset <= steps], np.int32)
         long_kept = self._walk_long(state, long_ids)[0]
         allowed = profile.needs <= steps
@@ -93,9 +93,10 @@ class CountedMixin:
     def _chain_length(self, state: int, links: np.ndarray) -> tuple[int, np.ndarray] | None:
         """How many bytes of the class `links` can be read from `state` on, each of the class
         leading to one state, with the bytes any state along the way reads; None where the
-        class's bytes part ways or lead round in a longer loop (or the chain outruns every
-        token). A chain longer than the loop-entry walk follows that ends in a state the class
-        loops on (a long minimum length without a maximum) reads as many as any token holds."""
+        class's bytes part ways or lead round in a longer loop. A chain longer than every token
+        (a long pattern's count, far from its bound), or longer than the loop-entry walk follows
+        and ending in a state the class loops on (a long minimum length without a maximum),
+        reads as many as any token holds."""
         a = self.automaton
         reads = np.zeros(256, dtype=bool)
         seen = {state}
@@ -116,7 +117,7 @@ class CountedMixin:
             if s in seen:
                 return None
             seen.add(s)
-        return None
+        return self.tables.longest, reads  # longer than any token: every token of the class fits
 
     def _counted_place(self, state: int) -> tuple[int, int, int, int, int | None] | None:
         """Where `state` stands in a counted repeat: `(local, follow, done, least, most)` when

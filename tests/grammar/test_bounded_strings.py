@@ -83,6 +83,30 @@ def _allowed_by_stepping(m: grammar.Matcher, vocab: Vocabulary) -> set[int]:
 def test_masks_equal_stepping_every_token_and_walks_finish_valid(schema, data):
     compiled = _compiled(schema, VOCAB)
     assume(compiled is not None)
+    _walk_checking_every_mask(compiled, schema, data)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=st.sampled_from(["^[a-z ]+$", "^[a-z0-9-]*$", "^ab[a-z]*$"]), most=st.integers(80, 300),
+       data=st.data())
+def test_a_long_pattern_beside_any_other_member_is_chained_exactly(pattern, most, data):
+    """An object open to other members (any JSON value: a recursive rule) around a pattern
+    with a bound longer than every token: its counts are chains read from the class's
+    profile, not a walk of the vocabulary each, and every mask is what stepping decides."""
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": pattern, "maxLength": most}},
+              "required": ["s"]}
+    compiled = _compiled(schema, VOCAB)
+    inside = grammar.Matcher(compiled)
+    for byte in b'{"s":"ab':
+        assert inside.accept_token(VOCAB.tokens.index(bytes([byte])))
+    inside.next_token_mask()
+    assert compiled.profile.paths["chained"] > 0
+    _walk_checking_every_mask(compiled, schema, data)
+
+
+def _walk_checking_every_mask(compiled: grammar.CompiledGrammar, schema: dict, data) -> None:
+    """A random walk, then the shortest way to the end: at each step the mask is what stepping
+    every token decides; the walk ends, and its document validates."""
     m = grammar.Matcher(compiled)
     taken: list[int] = []
     wander = data.draw(st.integers(0, 120))
