@@ -11,7 +11,8 @@ fixed-length group) the count is exact.
 
 from __future__ import annotations
 
-from math import isqrt
+from itertools import product
+from math import isqrt, prod
 
 from .._errors import LimitError
 from .._ir import EMPTY, Alt, Chars, Lit, Node, Repeat, Seq, alt, repeat, seq, walk
@@ -20,6 +21,11 @@ from .._ir import EMPTY, Alt, Chars, Lit, Node, Repeat, Seq, alt, repeat, seq, w
 # part that takes the length): every way spells a counted repeat that long, and a few of them
 # outgrow the automaton's states.
 ONE_WAY_PAST = 64
+# Lengths that the narrow parts of a sequence beside one wide part may take together, up to
+# which each way is its own alternative (a pattern's run and the newline `$` allows after it:
+# two ways), so the wide part takes exactly the room they leave.
+EXACT_WAYS = 4
+EXACT_COPIES = 50_000  # characters the ways may spell out in all (each way repeats the wide part)
 
 
 def node_lengths(node: Node) -> tuple[int, int | None]:
@@ -73,8 +79,12 @@ def within(node: Node, lo: int, hi: int | None) -> Node | None:
 def _seq_within(items: list[Node], lo: int, hi: int | None) -> Node | None:
     """Each item keeps its shortest and gets a share of the room above it, by the open
     repeats it holds (a URI's path and query, with their parts, get more than its scheme; an
-    item that needs less gives the rest back)."""
+    item that needs less gives the rest back). Exact where one item's length varies widely and
+    the others' take few lengths in all (see `_one_wide_part`)."""
     spans = [node_lengths(item) for item in items]
+    exact = _one_wide_part(items, spans, lo, hi)
+    if exact is not None:
+        return exact
     tops: list[int | None] = [b for _, b in spans]
     if hi is not None:
         room = hi - sum(a for a, _ in spans)
@@ -114,6 +124,51 @@ def _seq_within(items: list[Node], lo: int, hi: int | None) -> Node | None:
         bottoms[i] += take
         need -= take
     return None if need > 0 else _parts(items, bottoms, tops)
+
+
+def _one_wide_part(items: list[Node], spans: list[tuple[int, int | None]], lo: int,
+                   hi: int | None) -> Node | None:
+    """The sequence within lo..hi exactly, where one item is wide (a repeat of single characters
+    whose count varies by more than `EXACT_WAYS`) and the others together take at most
+    `EXACT_WAYS` ways of lengths: one alternative per way, the wide item taking exactly the room the others leave in it (where
+    shares would give the wide item a maximum the others' shortest ways cannot use: a pattern
+    `^[a-z]+$` with `maxLength` 300 would hold 299 letters, one left for the newline). None
+    where the sequence is not so, or `lo` is past `ONE_WAY_PAST` (each way would spell a
+    counted repeat that long)."""
+    if lo > ONE_WAY_PAST:
+        return None
+    wide = [i for i, (a, b) in enumerate(spans) if b is None or b - a > EXACT_WAYS]
+    if len(wide) != 1:
+        return None
+    w = wide[0]
+    if not (isinstance(items[w], Repeat) and node_lengths(items[w].item) == (1, 1)):
+        return None  # a wide part of several parts is itself split: each way would copy that
+    narrow = [i for i, (a, b) in enumerate(spans) if i != w and b != a]
+    ways_count = prod(spans[i][1] - spans[i][0] + 1 for i in narrow)  # type: ignore[operator]
+    if ways_count > EXACT_WAYS or (hi is not None and hi * ways_count > EXACT_COPIES):
+        return None
+    fixed = sum(a for i, (a, _) in enumerate(spans) if i != w and i not in narrow)
+    ways = []
+    for lengths in product(*(range(spans[i][0], spans[i][1] + 1) for i in narrow)):  # type: ignore[operator]
+        used = fixed + sum(lengths)
+        room = None if hi is None else hi - used
+        if room is not None and room < max(lo - used, 0):
+            continue
+        chosen = dict(zip(narrow, lengths))
+        parts = []
+        for i, item in enumerate(items):
+            if i == w:
+                part = within(item, max(lo - used, 0), room)
+            elif i in chosen:
+                part = within(item, chosen[i], chosen[i])
+            else:
+                part = item
+            if part is None:
+                break
+            parts.append(part)
+        else:
+            ways.append(seq(*parts))
+    return alt(*ways) if ways else None
 
 
 def _parts(items: list[Node], bottoms: list[int], tops: list[int | None]) -> Node | None:

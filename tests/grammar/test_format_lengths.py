@@ -156,3 +156,25 @@ def test_a_hostname_bound_keeps_a_three_label_name():
     g = grammar.from_json_schema({"type": "string", "format": "hostname", "maxLength": 60})
     assert g.accepts('"www.example.com"')
     assert not g.accepts(json.dumps("a" * 30 + "." + "b" * 30))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    run=st.sampled_from(["[a-z]", "[A-Z0-9_-]", "[0-9]"]),
+    head=st.sampled_from(["", "ID-", "x"]),
+    star=st.booleans(),
+    bound=st.sampled_from([65, 100, 255, 300, 5000]),
+    offset=st.integers(-3, 3),
+    newline=st.booleans(),
+)
+def test_an_anchored_pattern_with_a_long_bound_is_held_exactly(run, head, star, bound, offset, newline):
+    """A pattern's run beside the newline `$` allows (Python's `re`, as the validator reads
+    it) takes exactly the room the newline leaves under a `maxLength` past the exact product's
+    64: every length up to the bound is written, and the grammar and the validator agree on
+    each text around it."""
+    schema = {"type": "string", "pattern": f"^{head}{run}{'*' if star else '+'}$", "maxLength": bound}
+    g = grammar.from_json_schema(schema)
+    letter = {"[a-z]": "q", "[A-Z0-9_-]": "Q", "[0-9]": "7"}[run]
+    n = max(bound + offset - len(head) - newline, 0)
+    text = head + letter * n + ("\n" if newline else "")
+    assert g.accepts(json.dumps(text)) == Draft202012Validator(schema).is_valid(text), (schema, len(text))
