@@ -130,11 +130,11 @@ def _one_wide_part(items: list[Node], spans: list[tuple[int, int | None]], lo: i
                    hi: int | None) -> Node | None:
     """The sequence within lo..hi exactly, where one item is wide (a repeat of single characters
     whose count varies by more than `EXACT_WAYS`) and the others together take at most
-    `EXACT_WAYS` ways of lengths: one alternative per way, the wide item taking exactly the room the others leave in it (where
-    shares would give the wide item a maximum the others' shortest ways cannot use: a pattern
-    `^[a-z]+$` with `maxLength` 300 would hold 299 letters, one left for the newline). None
-    where the sequence is not so, or `lo` is past `ONE_WAY_PAST` (each way would spell a
-    counted repeat that long)."""
+    `EXACT_WAYS` ways of lengths: one alternative per way, the wide item taking exactly the
+    room the others leave in it (shares would give it a maximum the others' shortest ways
+    cannot use: `^[a-z]+$` under `maxLength` 300 would hold 299 letters, one kept for the
+    newline). None where the sequence is not so, or `lo` is past `ONE_WAY_PAST` (each way
+    would spell a counted repeat that long)."""
     if lo > ONE_WAY_PAST:
         return None
     wide = [i for i, (a, b) in enumerate(spans) if b is None or b - a > EXACT_WAYS]
