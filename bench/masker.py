@@ -241,6 +241,24 @@ SCHEMAS: dict[str, tuple[object, object]] = {
             "due": "2024-12-01",
         },
     ),
+    # Open to other members, as most real schemas are (no additionalProperties: false): the
+    # grammar then holds a rule for any JSON value, which recurses, beside long patterns.
+    "open long pattern": (
+        {
+            "type": "object",
+            "properties": {
+                "handle": {"type": "string", "pattern": "^[a-z0-9_]+$", "maxLength": 300},
+                "bio": {"type": "string", "pattern": "^[A-Za-z0-9 .,-]{3,}$", "maxLength": 300},
+            },
+            "required": ["handle", "bio"],
+        },
+        {
+            "handle": "ada_lovelace_1815_analytical_engine_notes_translator",
+            "bio": ("Mathematician and writer, known for her notes on the Analytical Engine, "
+                    "the first published algorithm meant for a machine, and for seeing beyond "
+                    "calculation."),
+        },
+    ),
     # Last: the memory the slowest compiles release (outlines-core's take seconds here) makes
     # the next schema's first allocations fault in fresh pages, which no other schema should pay.
     "long bounded string": (
