@@ -22,17 +22,18 @@ from .._timing import CompileProfile, log_compile
 from .._tokens.tables import CharacterProfile, TokenTables, token_tables
 from .._tokens.vocab import Vocabulary
 from .common import _LOOP_BYTES, _SMALL, _distinct
+from .chains import ChainsMixin, _Chain
 from .counted import CountedMixin, _Leavers
 from .framed import FramedMixin, _Inside
 from .pool import PoolMixin, StateMask
 from .walks import WalksMixin
 
 
-class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, FramedMixin):
+class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMixin):
     """A `Grammar` compiled for one vocabulary. Share it between matchers (it is thread-safe).
 
     Each base class is one room of this package (pooled masks, token walks, counted repeats,
-    frames); they share this object's state, set up here, and `_compute_mask` chooses among
+    chains, frames); they share this object's state, set up here, and `_compute_mask` chooses among
     their ways to find a state's mask."""
 
     def __init__(self, grammar: Grammar, vocab: Vocabulary) -> None:
@@ -74,7 +75,10 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, FramedMixin):
         self._successors: dict[int, np.ndarray] = {}  # see `successors`
         self._characters: dict[int, CharacterProfile | None] = {}  # see `_character_profile`
         self._leavers: dict[tuple[int, int], _Leavers | None] = {}  # see `_leavers_to`
-        self._by_room: dict[tuple, StateMask] = {}  # see `_counted_mask`
+        self._by_room: dict[tuple, StateMask] = {}  # see `_counted_mask` and `_chain_mask`
+        self._chain_at: dict[tuple[bytes, int], _Chain] = {}  # see `_chain_along`
+        self._residues: dict[bytes, int] = {}  # see `_follow_chain`
+        self._chain_leavers_by: dict[tuple[bytes, int], _Leavers] = {}  # see `_chain_leavers`
         nfa = self.automaton.nfa
         self._framed = bool(nfa.recursive or nfa.shared_starts)
         self._lock = threading.RLock()

@@ -1,6 +1,6 @@
-"""Counted repeats of characters (a bounded string after some of its characters) and chains of
-states led one to the next by one class of bytes: their masks from the vocabulary's character
-profiles, by the room left, rather than from a walk of every token."""
+"""Counted repeats of characters (a bounded string after some of its characters): their masks
+from the vocabulary's character profiles, by the room left, rather than from a walk of every
+token."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._tokens.tables import CharacterProfile
-from .common import _CHARACTER_STATES, _ENTRY_STEPS, _LOOP_BYTES, _NO_WORDS, _byte_set
+from .common import _CHARACTER_STATES, _NO_WORDS, _byte_set
 from .pool import StateMask
 
 
 class CountedMixin:
-    """The masks of counted repeats and chains (a part of `CompiledGrammar`)."""
+    """The masks of counted repeats (a part of `CompiledGrammar`)."""
 
     def _counted_mask(self, state: int, accepting: bool) -> StateMask | None:
         """The mask of a state at a character boundary of a counted repeat of characters (a
@@ -53,71 +53,6 @@ class CountedMixin:
         allowed = profile.needs <= room
         allowed[leavers.ids[lo:hi]] = True
         return self._vector_mask(allowed, accepting)
-
-    def _chain_mask(self, state: int, accepting: bool) -> StateMask | None:
-        """The mask of a state that starts a chain of states each led to the next by one class
-        of bytes (a pattern intersected with a length is lowered so: a state per character
-        read): the tokens made only of that class that fit the chain's length, from the
-        vocabulary's profile of the class, and the walk of the others that may be allowed.
-        None where `state` starts no such chain (or it loops: loop classes answer those)."""
-        a = self.automaton
-        t = self.tables
-        widest = max(a.byte_spans(state), key=lambda span: span[1] - span[0])
-        if a.step(state, widest[0]) == state:
-            return None  # a loop (a string's inside), found without building the whole row
-        row = a.byte_row(state)
-        targets, counts = np.unique(row[row >= 0], return_counts=True)
-        if not counts.size or counts.max() < _LOOP_BYTES or targets[counts.argmax()] == state:
-            return None
-        links = row == targets[counts.argmax()]
-        chain = self._chain_length(state, links)
-        if chain is None:
-            return None
-        steps, reads = chain
-        table = np.full((1, 256), -1, dtype=np.int32)
-        table[0, links] = -2  # each byte of the class is one step along the chain
-        profile = t.character_profile(table)
-        # The others go on only if their first byte that leaves the class is read somewhere
-        # along the chain (and, the first, here).
-        offsets = profile.leave_offsets
-        first_ok = np.where(offsets == 0, (row >= 0)[profile.leave_bytes], offsets <= steps)
-        walked = profile.leave_positions[first_ok & reads[profile.leave_bytes]]
-        kept = self._without_doomed(*self._walk(state, walked))[0]
-        long_ids = np.array([tid for tid, offset, _ in profile.long_leavers if offset <= steps], np.int32)
-        long_kept = self._walk_long(state, long_ids)[0]
-        allowed = profile.needs <= steps
-        allowed[t.order[kept]] = True
-        allowed[long_kept] = True
-        return self._vector_mask(allowed, accepting)
-
-    def _chain_length(self, state: int, links: np.ndarray) -> tuple[int, np.ndarray] | None:
-        """How many bytes of the class `links` can be read from `state` on, each of the class
-        leading to one state, with the bytes any state along the way reads; None where the
-        class's bytes part ways or lead round in a longer loop. A chain longer than every token
-        (a long pattern's count, far from its bound), or longer than the loop-entry walk follows
-        and ending in a state the class loops on (a long minimum length without a maximum),
-        reads as many as any token holds."""
-        a = self.automaton
-        reads = np.zeros(256, dtype=bool)
-        seen = {state}
-        s = state
-        for steps in range(self.tables.longest + 1):
-            row = a.byte_row(s)
-            reads |= row >= 0
-            on = row[links]
-            if on.max() < 0:
-                return steps, reads
-            was, s = s, int(on[0])
-            if s < 0 or (on != s).any():
-                return None
-            if s == was:
-                # A short way in is the loop-entry walk's (it answers most tokens by the loop's
-                # class); past it, the profile answers the tokens of the class at once.
-                return (self.tables.longest, reads) if steps >= _ENTRY_STEPS else None
-            if s in seen:
-                return None
-            seen.add(s)
-        return self.tables.longest, reads  # longer than any token: every token of the class fits
 
     def _counted_place(self, state: int) -> tuple[int, int, int, int, int | None] | None:
         """Where `state` stands in a counted repeat: `(local, follow, done, least, most)` when

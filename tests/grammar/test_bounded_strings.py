@@ -92,7 +92,8 @@ def test_masks_equal_stepping_every_token_and_walks_finish_valid(schema, data):
 def test_a_long_pattern_beside_any_other_member_is_chained_exactly(pattern, most, data):
     """An object open to other members (any JSON value: a recursive rule) around a pattern
     with a bound longer than every token: its counts are chains read from the class's
-    profile, not a walk of the vocabulary each, and every mask is what stepping decides."""
+    profile, not a walk of the vocabulary each (far from the bound, by room, from leavers
+    walked once), and every mask is what stepping decides."""
     schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": pattern, "maxLength": most}},
               "required": ["s"]}
     compiled = _compiled(schema, VOCAB)
@@ -101,6 +102,7 @@ def test_a_long_pattern_beside_any_other_member_is_chained_exactly(pattern, most
         assert inside.accept_token(VOCAB.tokens.index(bytes([byte])))
     inside.next_token_mask()
     assert compiled.profile.paths["chained"] > 0
+    assert compiled._chain_leavers_by, "the chain's leavers were walked at every count"
     _walk_checking_every_mask(compiled, schema, data)
 
 

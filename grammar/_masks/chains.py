@@ -1,0 +1,185 @@
+"""Chains of states led one to the next by one class of bytes (a pattern intersected with a
+length is lowered so: a state per character read): their masks from the vocabulary's profile of
+the class, by the room the chain leaves, rather than from a walk of every token.
+
+A chain is followed once, state by state, and remembered: the masks of its states read their
+room and the bytes read along it from the one record. Where every state within a token's reach
+leaves the class alike (the same successors on the same other bytes: a pattern's count far from
+its minimum), a state's mask depends only on its room, and the tokens that leave the class are
+walked once for the whole chain."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._tokens.tables import CharacterProfile
+from .common import _ENTRY_STEPS, _LOOP_BYTES
+from .counted import _Leavers
+from .pool import StateMask
+
+_GOES_ON, _ENDS, _LOOPS, _BREAKS = range(4)  # how far a chain is known (see `_Chain.stop`)
+
+
+@dataclass(slots=True)
+class _Chain:
+    """The states along a chain, as far as followed, with what each reads."""
+
+    states: list[int]
+    index: dict[int, int] = field(default_factory=dict)  # state -> its place in `states`
+    reads: list[np.ndarray] = field(default_factory=list)  # per state: the bytes it reads
+    # per state: its successors on the bytes outside the class, numbered (equal rows, equal ids)
+    residues: list[int] = field(default_factory=list)
+    # _GOES_ON: not followed past the last state yet; _ENDS: the last reads no byte of the
+    # class; _LOOPS: the class leads the last back to itself; _BREAKS: the class's bytes part
+    # ways there, or lead to a state met before (a longer loop)
+    stop: int = _GOES_ON
+
+
+class ChainsMixin:
+    """The masks of chains (a part of `CompiledGrammar`)."""
+
+    def _chain_mask(self, state: int, accepting: bool) -> StateMask | None:
+        """The mask of a state that starts a chain: the tokens made only of the class that fit
+        the chain's length, from the vocabulary's profile of the class, and the others that
+        may be allowed (walked, or, where the chain leaves the class alike within their reach,
+        taken from the chain's leavers by room). None where `state` starts no such chain (or
+        it loops: loop classes answer those)."""
+        a = self.automaton
+        t = self.tables
+        widest = max(a.byte_spans(state), key=lambda span: span[1] - span[0])
+        if a.step(state, widest[0]) == state:
+            return None  # a loop (a string's inside), found without building the whole row
+        row = a.byte_row(state)
+        targets, counts = np.unique(row[row >= 0], return_counts=True)
+        if not counts.size or counts.max() < _LOOP_BYTES or targets[counts.argmax()] == state:
+            return None
+        links = row == targets[counts.argmax()]
+        table = np.full((1, 256), -1, dtype=np.int32)
+        table[0, links] = -2  # each byte of the class is one step along the chain
+        profile = t.character_profile(table)
+        along = self._chain_along(state, links, _reach(profile))
+        if along is None:
+            return None
+        steps, reads, residue = along
+        if residue is not None:
+            leavers = self._chain_leavers(state, links, residue, profile)
+            room = min(steps, max(profile.widest, leavers.most))
+            key = (links.tobytes(), residue, room, accepting)
+            found = self._by_room.get(key)
+            if found is None:
+                found = self._by_room[key] = self._room_mask(profile, leavers, room, 0, accepting)
+            return found
+        # The others go on only if their first byte that leaves the class is read somewhere
+        # along the chain (and, the first, here).
+        offsets = profile.leave_offsets
+        first_ok = np.where(offsets == 0, (row >= 0)[profile.leave_bytes], offsets <= steps)
+        walked = profile.leave_positions[first_ok & reads[profile.leave_bytes]]
+        kept = self._without_doomed(*self._walk(state, walked))[0]
+        long_ids = np.array([tid for tid, offset, _ in profile.long_leavers if offset <= steps], np.int32)
+        long_kept = self._walk_long(state, long_ids)[0]
+        allowed = profile.needs <= steps
+        allowed[t.order[kept]] = True
+        allowed[long_kept] = True
+        return self._vector_mask(allowed, accepting)
+
+    def _chain_along(self, state: int, links: np.ndarray, reach: int) -> tuple[int, np.ndarray, int | None] | None:
+        """How many bytes of the class `links` can be read from `state` on, each of the class
+        leading to one state; the bytes any state along the way reads; and the residue all
+        those states share, or None where they differ. None where the class's bytes part ways
+        or lead round in a longer loop within a token's reach (`reach`: the most bytes of the
+        class a token reads). A chain longer than every token (a long pattern's count, far
+        from its bound), or longer than the loop-entry walk follows and ending in a state the
+        class loops on (a long minimum length without a maximum), reads `reach`."""
+        key = (links.tobytes(), state)
+        chain = self._chain_at.get(key)
+        if chain is None:
+            chain = self._chain_at[key] = _Chain([state], {state: 0})
+        i = chain.index[state]
+        self._follow_chain(chain, key[0], links, i + reach + 2)
+        last = len(chain.states) - 1
+        if last > i + reach:  # longer than any token, within a token's reach
+            last = i + reach
+            steps = reach
+        elif chain.stop == _ENDS:
+            steps = last - i
+        elif chain.stop == _LOOPS and last - i >= _ENTRY_STEPS:
+            # A short way in is the loop-entry walk's (it answers most tokens by the loop's
+            # class); past it, the profile answers the tokens of the class at once.
+            steps = reach
+        else:
+            return None
+        reads = np.logical_or.reduce(chain.reads[i:last + 1])
+        residues = chain.residues[i:last + 1]
+        same = residues.count(residues[0]) == len(residues)
+        return steps, reads, residues[0] if same else None
+
+    def _follow_chain(self, chain: _Chain, links_key: bytes, links: np.ndarray, length: int) -> None:
+        """Follow `chain` until it holds `length` states or stops, noting each state's reads
+        and residue."""
+        a = self.automaton
+        while chain.stop == _GOES_ON and len(chain.states) < length:
+            s = chain.states[-1]
+            row = a.byte_row(s)
+            if len(chain.reads) < len(chain.states):
+                self._note_chain_state(chain, row, links)
+            on = row[links]
+            nxt = int(on[0])
+            if on.max() < 0:
+                chain.stop = _ENDS
+            elif nxt < 0 or (on != nxt).any():
+                chain.stop = _BREAKS
+            elif nxt == s:
+                chain.stop = _LOOPS
+            elif nxt in chain.index:
+                chain.stop = _BREAKS
+            else:
+                # (a state on two chains keeps the first: both read the same from it on)
+                self._chain_at.setdefault((links_key, nxt), chain)
+                chain.index[nxt] = len(chain.states)
+                chain.states.append(nxt)
+        if len(chain.reads) < len(chain.states):
+            self._note_chain_state(chain, a.byte_row(chain.states[-1]), links)
+
+    def _note_chain_state(self, chain: _Chain, row: np.ndarray, links: np.ndarray) -> None:
+        """Note the bytes the last state of `chain` reads (its byte row `row`) and its residue."""
+        chain.reads.append(row >= 0)
+        outside = row.copy()
+        outside[links] = -1
+        chain.residues.append(self._residues.setdefault(outside.tobytes(), len(self._residues)))
+
+    def _chain_leavers(self, state: int, links: np.ndarray, residue: int,
+                       profile: CharacterProfile) -> _Leavers:
+        """The tokens that leave the class `links` from a state of residue `residue` (`state`,
+        after any count of the class's bytes) and are allowed where they go, by the bytes of
+        the class they read first: walked once for every state of that residue, as each reads
+        a byte outside the class alike."""
+        key = (links.tobytes(), residue)
+        found = self._chain_leavers_by.get(key)
+        if found is None:
+            a = self.automaton
+            t = self.tables
+            positions, offsets = profile.leave_positions, profile.leave_offsets
+            kept, ends = self._walk(state, positions, start=offsets.astype(np.int64))
+            kept = self._without_doomed(kept, ends)[0]
+            counts = profile.leave_counts[np.searchsorted(positions, kept)]
+            long_ids, long_counts = [], []
+            for tid, offset, count in profile.long_leavers:
+                nxt = a.walk(state, t.token_bytes[tid][offset:])
+                if nxt >= 0 and not self._doomed(nxt):
+                    long_ids.append(tid)
+                    long_counts.append(count)
+            ids = np.concatenate([t.order[kept], np.array(long_ids, np.int32)]).astype(np.int32)
+            counts = np.concatenate([counts, np.array(long_counts, np.int32)]).astype(np.int32)
+            by_count = np.argsort(counts, kind="stable")
+            found = self._chain_leavers_by[key] = _Leavers(ids[by_count], counts[by_count],
+                                                           int(counts.max()) if counts.size else 0)
+        return found
+
+
+def _reach(profile: CharacterProfile) -> int:
+    """The most bytes of the profile's class a token reads, inside the class or before it
+    leaves: a chain at least this long holds every token alike."""
+    offsets = [offset for _, offset, _ in profile.long_leavers]
+    return max(profile.widest, int(profile.leave_offsets.max(initial=0)), *offsets, 0)
