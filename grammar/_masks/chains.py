@@ -59,7 +59,7 @@ class ChainsMixin:
         table = np.full((1, 256), -1, dtype=np.int32)
         table[0, links] = -2  # each byte of the class is one step along the chain
         profile = t.character_profile(table)
-        along = self._chain_along(state, links, _reach(profile))
+        along = self._chain_along(state, links, profile.reach)
         if along is None:
             return None
         steps, reads, residue = along
@@ -89,7 +89,7 @@ class ChainsMixin:
         leading to one state; the bytes any state along the way reads; and the residue all
         those states share, or None where they differ. None where the class's bytes part ways
         or lead round in a longer loop within a token's reach (`reach`: the most bytes of the
-        class a token reads). A chain longer than every token (a long pattern's count, far
+        class a token reads, each byte a character of the class's profile). A chain longer than every token (a long pattern's count, far
         from its bound), or longer than the loop-entry walk follows and ending in a state the
         class loops on (a long minimum length without a maximum), reads `reach`."""
         key = (links.tobytes(), state)
@@ -158,28 +158,5 @@ class ChainsMixin:
         key = (links.tobytes(), residue)
         found = self._chain_leavers_by.get(key)
         if found is None:
-            a = self.automaton
-            t = self.tables
-            positions, offsets = profile.leave_positions, profile.leave_offsets
-            kept, ends = self._walk(state, positions, start=offsets.astype(np.int64))
-            kept = self._without_doomed(kept, ends)[0]
-            counts = profile.leave_counts[np.searchsorted(positions, kept)]
-            long_ids, long_counts = [], []
-            for tid, offset, count in profile.long_leavers:
-                nxt = a.walk(state, t.token_bytes[tid][offset:])
-                if nxt >= 0 and not self._doomed(nxt):
-                    long_ids.append(tid)
-                    long_counts.append(count)
-            ids = np.concatenate([t.order[kept], np.array(long_ids, np.int32)]).astype(np.int32)
-            counts = np.concatenate([counts, np.array(long_counts, np.int32)]).astype(np.int32)
-            by_count = np.argsort(counts, kind="stable")
-            found = self._chain_leavers_by[key] = _Leavers(ids[by_count], counts[by_count],
-                                                           int(counts.max()) if counts.size else 0)
+            found = self._chain_leavers_by[key] = self._walked_leavers(state, profile)
         return found
-
-
-def _reach(profile: CharacterProfile) -> int:
-    """The most bytes of the profile's class a token reads, inside the class or before it
-    leaves: a chain at least this long holds every token alike."""
-    offsets = [offset for _, offset, _ in profile.long_leavers]
-    return max(profile.widest, int(profile.leave_offsets.max(initial=0)), *offsets, 0)

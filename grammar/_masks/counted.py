@@ -135,29 +135,35 @@ class CountedMixin:
             return self._leavers[key]
         found = None
         if follow < 0 or not _byte_set(self.automaton.byte_spans(follow))[profile.first].any():
-            t = self.tables
-            if follow < 0:
-                ids, counts = _NO_WORDS, _NO_WORDS
-            else:
-                # Only the leavers whose next byte `follow` reads can go on there.
-                goes_on = _byte_set(self.automaton.byte_spans(follow))[profile.leave_bytes]
-                positions, offsets = profile.leave_positions[goes_on], profile.leave_offsets[goes_on]
-                kept, ends = self._walk(follow, positions, start=offsets)
-                kept = self._without_doomed(kept, ends)[0]
-                counts = [profile.leave_counts[goes_on][np.searchsorted(positions, kept)]]
-                ids = [t.order[kept]]
-                long_ids, long_counts = [], []
-                for tid, offset, count in profile.long_leavers:
-                    nxt = self.automaton.walk(follow, t.token_bytes[tid][offset:])
-                    if nxt >= 0 and not self._doomed(nxt):
-                        long_ids.append(tid)
-                        long_counts.append(count)
-                ids = np.concatenate([*ids, np.array(long_ids, np.int32)]).astype(np.int32)
-                counts = np.concatenate([*counts, np.array(long_counts, np.int32)]).astype(np.int32)
-            by_count = np.argsort(counts, kind="stable")
-            found = _Leavers(ids[by_count], counts[by_count], int(counts.max()) if counts.size else 0)
+            found = self._walked_leavers(follow, profile)
         self._leavers[key] = found
         return found
+
+    def _walked_leavers(self, state: int, profile: CharacterProfile) -> _Leavers:
+        """The profile's leavers allowed from `state` (DEAD: none), which reads the byte each
+        goes on with after its characters: where a repeat goes on once done, or any state of a
+        chain whose states all read the bytes outside the class alike."""
+        t = self.tables
+        if state < 0:
+            ids, counts = _NO_WORDS, _NO_WORDS
+        else:
+            # Only the leavers whose next byte `state` reads can go on there.
+            goes_on = _byte_set(self.automaton.byte_spans(state))[profile.leave_bytes]
+            positions, offsets = profile.leave_positions[goes_on], profile.leave_offsets[goes_on]
+            kept, ends = self._walk(state, positions, start=offsets)
+            kept = self._without_doomed(kept, ends)[0]
+            counts = [profile.leave_counts[goes_on][np.searchsorted(positions, kept)]]
+            ids = [t.order[kept]]
+            long_ids, long_counts = [], []
+            for tid, offset, count in profile.long_leavers:
+                nxt = self.automaton.walk(state, t.token_bytes[tid][offset:])
+                if nxt >= 0 and not self._doomed(nxt):
+                    long_ids.append(tid)
+                    long_counts.append(count)
+            ids = np.concatenate([*ids, np.array(long_ids, np.int32)]).astype(np.int32)
+            counts = np.concatenate([*counts, np.array(long_counts, np.int32)]).astype(np.int32)
+        by_count = np.argsort(counts, kind="stable")
+        return _Leavers(ids[by_count], counts[by_count], int(counts.max()) if counts.size else 0)
 
 
 @dataclass(slots=True)

@@ -61,6 +61,7 @@ class CharacterProfile:
     leave_bytes: np.ndarray  # ... that byte
     leave_counts: np.ndarray  # ... and the whole characters before it
     long_leavers: tuple[tuple[int, int, int], ...]  # (id, offset, count) of the long ones that leave
+    reach: int  # the most whole characters any token reads inside, or before it leaves
 
 
 class TokenTables:
@@ -220,6 +221,8 @@ class TokenTables:
                 need_by_id[i] = whole + (state != 0)
         widest = int(need_by_id.max(initial=0))
         need_by_id[need_by_id < 0] = NEVER
+        leave_counts = count[leave]
+        reach = max(widest, int(leave_counts.max(initial=0)), *[whole for _, _, whole in long_leavers], 0)
         return CharacterProfile(
             first,
             need_by_id.astype(np.int16),
@@ -227,8 +230,9 @@ class TokenTables:
             leave.astype(np.int32),
             left[leave].astype(np.uint8),  # (short tokens: within the matrix's width)
             self.matrix[left[leave], leave],
-            count[leave].astype(np.int16),
+            leave_counts.astype(np.int16),
             tuple(long_leavers),
+            reach,
         )
 
     def long_starting(self, byte: int) -> np.ndarray:
