@@ -104,7 +104,7 @@ class ChainsMixin:
             steps = reach
         elif chain.stop == _ENDS:
             steps = last - i
-        elif chain.stop == _LOOPS and last - i >= _ENTRY_STEPS:
+        elif chain.stop == _LOOPS and last - i >= 2:
             # A short way in is the loop-entry walk's (it answers most tokens by the loop's
             # class); past it, the profile answers the tokens of the class at once.
             steps = reach

@@ -107,3 +107,19 @@ def test_a_chain_into_a_loop_agrees_with_every_token(smollm2_vocabulary, case):
     m = grammar.Matcher(grammar.compile(grammar.from_json_schema(schema), smollm2_vocabulary))
     assert m.accept_bytes(prefix)
     assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, smollm2_vocabulary.size)
+
+
+@pytest.mark.parametrize("short_of", [2, 9, 15])
+def test_a_minimum_length_short_of_its_loop_is_read_from_the_chain(smollm2_vocabulary, short_of):
+    """A few characters short of a minimum length, inside a rule two properties call, the
+    mask comes from the chain into the loop (the class's profile and a walk of the tokens that
+    leave it), not a walk of every token at each count, and is the tokens that step."""
+    value = {"type": "string", "pattern": "^[ -~]+$", "minLength": 30}
+    schema = {"type": "object", "properties": {"a": value, "b": value}, "additionalProperties": False}
+    compiled = grammar.CompiledGrammar(grammar.from_json_schema(schema), smollm2_vocabulary)
+    m = grammar.Matcher(compiled)
+    assert m.accept_bytes(b'{"b":"' + b"x" * (30 - short_of))
+    before = compiled.profile.paths["chained"]
+    allowed = m.next_token_mask().allowed_ids()
+    assert compiled.profile.paths["chained"] == before + 1
+    assert set(allowed.tolist()) == _brute_force(m, smollm2_vocabulary.size)
