@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._tokens.tables import CharacterProfile
-from .common import _ENTRY_STEPS, _LOOP_BYTES
+from .common import _LOOP_BYTES
 from .counted import _Leavers
 from .pool import StateMask
 
@@ -84,14 +84,16 @@ class ChainsMixin:
         allowed[long_kept] = True
         return self._vector_mask(allowed, accepting)
 
-    def _chain_along(self, state: int, links: np.ndarray, reach: int) -> tuple[int, np.ndarray, int | None] | None:
+    def _chain_along(self, state: int, links: np.ndarray, reach: int
+                     ) -> tuple[int, np.ndarray, int | None] | None:
         """How many bytes of the class `links` can be read from `state` on, each of the class
         leading to one state; the bytes any state along the way reads; and the residue all
-        those states share, or None where they differ. None where the class's bytes part ways
-        or lead round in a longer loop within a token's reach (`reach`: the most bytes of the
-        class a token reads, each byte a character of the class's profile). A chain longer than every token (a long pattern's count, far
-        from its bound), or longer than the loop-entry walk follows and ending in a state the
-        class loops on (a long minimum length without a maximum), reads `reach`."""
+        those states share, or None where they differ. None where the class's bytes part ways or
+        lead round in a longer loop within a token's reach (`reach`: the most bytes of the
+        class a token reads, each byte a character of the class's profile), or the state is
+        a string's first character (one state before the loop: the entry walk's). A chain
+        longer than every token (a long pattern's count, far from its bound), or ending in a
+        state the class loops on (a minimum length without a maximum), reads `reach`."""
         key = (links.tobytes(), state)
         chain = self._chain_at.get(key)
         if chain is None:
@@ -105,8 +107,6 @@ class ChainsMixin:
         elif chain.stop == _ENDS:
             steps = last - i
         elif chain.stop == _LOOPS and last - i >= 2:
-            # A short way in is the loop-entry walk's (it answers most tokens by the loop's
-            # class); past it, the profile answers the tokens of the class at once.
             steps = reach
         else:
             return None
