@@ -93,45 +93,18 @@ class WalksMixin:
         loop_state, steps = chain[-1], len(chain) - 1
         if steps > t.matrix.shape[0]:
             return None
-        loops_ascii = rows[-1][:128] == loop_state
-        n = len(t.sorted_bytes)
-        lens = t.lens[:n]
-        # Along the chain: tokens whose every byte is a link end where they stop (`short_end`);
-        # those longer than the chain whose first `steps` bytes are links that also loop in the
-        # loop state go `through` it.
-        spelled = np.ones(n, dtype=bool)
-        through = np.ones(n, dtype=bool)
-        short_end = np.full(n, DEAD, np.int32)
-        for j in range(steps):
-            col = t.matrix[j, :n]
-            live = lens > j
-            link = rows[j] == chain[j + 1]
-            spelled &= ~live | link[col]
-            short_end[spelled & (lens == j + 1)] = chain[j + 1]
-            via = np.zeros(256, dtype=bool)
-            via[:128] = link[:128] & loops_ascii
-            through &= live & via[col]
-        through &= lens > steps
-        other = np.zeros(n, dtype=bool)
-        other[loop.other_positions] = True
-        if steps == 1 and self._utf8_leads_to(state, loop_state) and self._loops_on_utf8(loop_state):
-            # A token with a non-ASCII first byte goes through if its first character is whole
-            # and loops (a looping token, or one whose looping prefix holds that character).
-            skip_ok = np.zeros(n, dtype=bool)
-            skip_ok[loop.other_positions] = loop.other_skip > 0
-            through |= (t.matrix[0, :n] >= 128) & (~other | skip_ok)
-        stay = np.flatnonzero(through & ~other)
-        go_on = through[loop.other_positions]
-        walked, walked_ends = self._walk(loop_state, loop.other_positions[go_on],
-                                         start=loop.other_skip[go_on].astype(np.int64), track=track)
-        short = short_end >= 0
-        first_ok = (row_np >= 0)[t.matrix[0, :n]]
-        rest, rest_ends = self._walk(state, np.flatnonzero(first_ok & ~through & ~short), track=track)
+        utf8_through = steps == 1 and self._utf8_leads_to(state, loop_state) and self._loops_on_utf8(loop_state)
+        plan = t.entry_plan([rows[j] == chain[j + 1] for j in range(steps)], loop, rows[-1][:128] == loop_state,
+                            self._loops_on_utf8(loop_state), utf8_through, row_np >= 0)
+        walked, walked_ends = self._walk(loop_state, loop.other_positions[plan.go_on],
+                                         start=loop.other_skip[plan.go_on].astype(np.int64), track=track)
+        rest, rest_ends = self._walk(state, plan.rest, track=track)
         if track is not None and track.passed is not None:
             track.passed.append(np.array(chain[1:], np.int32))
         # Sorted positions, as a walk over the sorted tokens gives them.
-        end_of = short_end
-        end_of[stay] = loop_state
+        end_of = np.full(len(t.sorted_bytes), DEAD, np.int32)
+        end_of[plan.short] = np.array(chain, np.int32)[plan.short_step]
+        end_of[plan.stay] = loop_state
         end_of[walked] = walked_ends
         end_of[rest] = rest_ends
         positions = np.flatnonzero(end_of >= 0)

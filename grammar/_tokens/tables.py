@@ -23,6 +23,7 @@ NEVER = np.iinfo(np.int16).max  # a need no room meets (no token begins as many 
 _CACHE: "OrderedDict[object, TokenTables]" = OrderedDict()
 _CACHE_SIZE = 8
 _PROFILES = 32  # character profiles a vocabulary keeps (the least recently used go first)
+_PLANS = 16  # entry plans a vocabulary keeps (each up to three positions per token), likewise
 _NO_IDS = np.zeros(0, np.int32)
 _LOCK = threading.Lock()
 
@@ -62,6 +63,20 @@ class CharacterProfile:
     leave_counts: np.ndarray  # ... and the whole characters before it
     long_leavers: tuple[tuple[int, int, int], ...]  # (id, offset, count) of the long ones that leave
     reach: int  # the most whole characters any token reads inside, or before it leaves
+
+
+@dataclass(frozen=True)
+class EntryPlan:
+    """What every token does from a state that leads along a short chain of states into a loop
+    (a string's first character, a pattern's first few), by the bytes each state reads: which
+    end along the chain, which go through into the loop and stay there, which go through and
+    must be walked on from the loop state, and which must be walked from the start."""
+
+    short: np.ndarray  # int32 sorted positions of the tokens that end along the chain ...
+    short_step: np.ndarray  # ... and the chain state each ends in (1 is the state after the first)
+    stay: np.ndarray  # int32 sorted positions of the tokens that end in the loop, looping
+    go_on: np.ndarray  # bool per position of the loop class's others: walked on from the loop
+    rest: np.ndarray  # int32 sorted positions walked from the chain's start
 
 
 class TokenTables:
@@ -156,6 +171,7 @@ class TokenTables:
                 pass
         self._loop_cache: dict[tuple[bytes, bool], LoopClass] = {}
         self._profiles: OrderedDict[bytes, CharacterProfile] = OrderedDict()
+        self._plans: OrderedDict[tuple, EntryPlan] = OrderedDict()
 
     def character_profile(self, table: np.ndarray) -> CharacterProfile:
         """The profile of the character language `table` describes: one row of 256 successors
@@ -275,6 +291,59 @@ class TokenTables:
             )
             self._loop_cache[key] = hit
         return hit
+
+    def entry_plan(self, links: list[np.ndarray], loop: LoopClass, loops_ascii: np.ndarray, utf8_loops: bool,
+                   utf8_through: bool, first: np.ndarray) -> EntryPlan:
+        """The plan of a chain into a loop: `links[j]`, the (256,) bytes that lead the chain's
+        state j to the next (the last to the loop state); `loop` the loop state's class, from
+        its looping ASCII bytes `loops_ascii` (128,) and `utf8_loops`; with `utf8_through`, a
+        token whose first character is whole and non-ASCII goes through (a one-state chain
+        whose non-ASCII characters lead into the loop); `first`, the (256,) bytes the chain's
+        start reads. Cached (least recently used out): every string start of every grammar
+        shares a few."""
+        key = (b"".join(np.packbits(link).tobytes() for link in links), np.packbits(loops_ascii).tobytes(),
+               utf8_loops, utf8_through, np.packbits(first).tobytes())
+        found = self._plans.get(key)
+        if found is None:
+            found = self._plans[key] = self._entry_plan(links, loop, loops_ascii, utf8_through, first)
+            while len(self._plans) > _PLANS:
+                self._plans.popitem(last=False)
+        else:
+            self._plans.move_to_end(key)
+        return found
+
+    def _entry_plan(self, links: list[np.ndarray], loop: LoopClass, loops_ascii: np.ndarray, utf8_through: bool,
+                    first: np.ndarray) -> EntryPlan:
+        n = len(self.sorted_bytes)
+        lens = self.lens[:n]
+        steps = len(links)
+        # Along the chain: tokens whose every byte is a link end where they stop; those longer
+        # than the chain whose first `steps` bytes are links that also loop in the loop state go
+        # through it.
+        spelled = np.ones(n, dtype=bool)
+        through = np.ones(n, dtype=bool)
+        short_step = np.zeros(n, dtype=np.int8)
+        for j, link in enumerate(links):
+            col = self.matrix[j, :n]
+            live = lens > j
+            spelled &= ~live | link[col]
+            short_step[spelled & (lens == j + 1)] = j + 1
+            via = np.zeros(256, dtype=bool)
+            via[:128] = link[:128] & loops_ascii
+            through &= live & via[col]
+        through &= lens > steps
+        other = np.zeros(n, dtype=bool)
+        other[loop.other_positions] = True
+        if utf8_through:
+            # A token with a non-ASCII first byte goes through if its first character is whole
+            # and loops (a looping token, or one whose looping prefix holds that character).
+            skip_ok = np.zeros(n, dtype=bool)
+            skip_ok[loop.other_positions] = loop.other_skip > 0
+            through |= (self.matrix[0, :n] >= 128) & (~other | skip_ok)
+        short = np.flatnonzero(short_step).astype(np.int32)
+        rest = np.flatnonzero(first[self.matrix[0, :n]] & ~through & (short_step == 0)).astype(np.int32)
+        stay = np.flatnonzero(through & ~other).astype(np.int32)
+        return EntryPlan(short, short_step[short], stay, through[loop.other_positions], rest)
 
     def _looping_prefix(self, positions: np.ndarray, ascii_loop: np.ndarray, utf8_loops: bool) -> np.ndarray:
         """For the tokens at `positions`: how many leading bytes are looping ASCII bytes or (with

@@ -123,3 +123,25 @@ def test_a_minimum_length_short_of_its_loop_is_read_from_the_chain(smollm2_vocab
     allowed = m.next_token_mask().allowed_ids()
     assert compiled.profile.paths["chained"] == before + 1
     assert set(allowed.tolist()) == _brute_force(m, smollm2_vocabulary.size)
+
+
+def test_string_starts_share_one_plan_of_the_vocabulary(smollm2_vocabulary, monkeypatch):
+    """The first character of every non-empty string (different states of different
+    properties, in a new grammar each) reads the vocabulary by one plan, found once, and each
+    mask is the tokens that step."""
+    from grammar._tokens.tables import TokenTables, token_tables
+
+    tables = token_tables(smollm2_vocabulary)
+    monkeypatch.setattr(tables, "_plans", type(tables._plans)())
+    found = []
+    plan = TokenTables._entry_plan
+    monkeypatch.setattr(TokenTables, "_entry_plan", lambda self, *args: found.append(1) or plan(self, *args))
+    for name in ("title", "body"):
+        text = {"type": "string", "minLength": 1}
+        schema = {"type": "object", "properties": {"title": text, "body": dict(text)},
+                  "required": ["title", "body"], "additionalProperties": False}
+        m = grammar.Matcher(grammar.CompiledGrammar(grammar.from_json_schema(schema), smollm2_vocabulary))
+        prefix = b'{"title":"' if name == "title" else b'{"title":"a","body":"'
+        assert m.accept_bytes(prefix)
+        assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, smollm2_vocabulary.size)
+    assert len(found) == 1
