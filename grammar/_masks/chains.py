@@ -36,6 +36,10 @@ class _Chain:
     # ways there, or lead to a state met before (a longer loop)
     stop: int = _GOES_ON
 
+    @property
+    def nbytes(self) -> int:
+        return sum(r.nbytes for r in self.reads)
+
 
 class ChainsMixin:
     """The masks of chains (a part of `CompiledGrammar`)."""

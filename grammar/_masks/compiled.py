@@ -95,9 +95,10 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
         rows = sum(m.nbytes for m in [*self._pool.values(), *self._small_pool.values()])
         successors = sum(s.nbytes for s in self._successors.values())
         inside = sum(i.nbytes for i in self._inside.values())
-        leavers = sum(v.nbytes for v in self._leavers.values() if v is not None)
+        leavers = sum(v.nbytes for v in [*self._leavers.values(), *self._chain_leavers_by.values()] if v is not None)
+        chains = sum(c.nbytes for c in {id(c): c for c in self._chain_at.values()}.values())
         table = self.automaton.table[: len(self.automaton.configs)].nbytes
-        return int(rows + successors + inside + leavers + table)
+        return int(rows + successors + inside + leavers + chains + table)
 
     def mask(self, state: int) -> StateMask:
         found = self._masks.get(state)
