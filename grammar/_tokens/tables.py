@@ -172,21 +172,16 @@ class TokenTables:
         self._loop_cache: dict[tuple[bytes, bool], LoopClass] = {}
         self._profiles: OrderedDict[bytes, CharacterProfile] = OrderedDict()
         self._plans: OrderedDict[tuple, EntryPlan] = OrderedDict()
+        # Grammars compiled on several threads share these tables: the least-recently-used
+        # bookkeeping of profiles and plans is done under this lock (their making is not).
+        self._lru_lock = threading.Lock()
 
     def character_profile(self, table: np.ndarray) -> CharacterProfile:
         """The profile of the character language `table` describes: one row of 256 successors
         per state of its byte automaton, state 0 a character's start, -1 dead, -2 one whole
         character read (the language must be a prefix code: nothing goes on from there).
         Cached by the table: every string of every grammar reads the same few."""
-        key = table.tobytes()
-        found = self._profiles.get(key)
-        if found is None:
-            found = self._profiles[key] = self._character_profile(table)
-            while len(self._profiles) > _PROFILES:
-                self._profiles.popitem(last=False)
-        else:
-            self._profiles.move_to_end(key)
-        return found
+        return self._kept(self._profiles, _PROFILES, table.tobytes(), lambda: self._character_profile(table))
 
     def _character_profile(self, table: np.ndarray) -> CharacterProfile:
         first = table[0] != -1
@@ -303,13 +298,21 @@ class TokenTables:
         shares a few."""
         key = (b"".join(np.packbits(link).tobytes() for link in links), np.packbits(loops_ascii).tobytes(),
                utf8_loops, utf8_through, np.packbits(first).tobytes())
-        found = self._plans.get(key)
-        if found is None:
-            found = self._plans[key] = self._entry_plan(links, loop, loops_ascii, utf8_through, first)
-            while len(self._plans) > _PLANS:
-                self._plans.popitem(last=False)
-        else:
-            self._plans.move_to_end(key)
+        return self._kept(self._plans, _PLANS, key, lambda: self._entry_plan(links, loop, loops_ascii, utf8_through,
+                                                                               first))
+
+    def _kept(self, cache: OrderedDict, size: int, key: object, make):
+        """`cache[key]`, made by `make()` on a miss; the least recently used go past `size`."""
+        with self._lru_lock:
+            found = cache.get(key)
+            if found is not None:
+                cache.move_to_end(key)
+                return found
+        found = make()
+        with self._lru_lock:
+            cache[key] = found
+            while len(cache) > size:
+                cache.popitem(last=False)
         return found
 
     def _entry_plan(self, links: list[np.ndarray], loop: LoopClass, loops_ascii: np.ndarray, utf8_through: bool,

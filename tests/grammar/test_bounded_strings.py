@@ -194,3 +194,26 @@ def test_a_real_vocabulary_masks_bounded_strings_exactly(smollm2_vocabulary):
         unpacked = grammar._tokens.bitmask.unpack_bitmask(bitmask[0], smollm2_vocabulary.size)
         assert np.array_equal(np.flatnonzero(unpacked), allowed)
     assert compiled._by_room, "the counted masks were not used"
+
+
+def test_profiles_made_on_many_threads_at_once_are_the_profiles_made_alone(smollm2_vocabulary):
+    """Grammars compiled on several threads share one vocabulary's tables: profiles asked for
+    at once, more than the tables keep, come back whole and equal to those made one by one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from grammar._tokens.tables import _PROFILES, TokenTables
+
+    tables = TokenTables(smollm2_vocabulary)  # its own: no other test's profiles in its cache
+    classes = [bytes(range(97, 97 + k)) for k in range(1, _PROFILES + 9)]
+
+    def table(letters: bytes) -> np.ndarray:
+        found = np.full((1, 256), -1, dtype=np.int32)
+        found[0, list(letters)] = -2
+        return found
+
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda letters: tables.character_profile(table(letters)), classes * 2))
+    for letters, found in zip(classes * 2, together):
+        alone = tables._character_profile(table(letters))
+        assert np.array_equal(found.needs, alone.needs) and found.reach == alone.reach
+    assert len(tables._profiles) == _PROFILES
