@@ -66,7 +66,7 @@ class ChainsMixin:
         along = self._chain_along(state, links, profile.reach)
         if along is None:
             return None
-        steps, reads, residue = along
+        steps, residue, reads = along
         if residue is not None:
             leavers = self._chain_leavers(state, links, residue, profile)
             room = min(steps, max(profile.widest, leavers.most))
@@ -89,10 +89,10 @@ class ChainsMixin:
         return self._vector_mask(allowed, accepting)
 
     def _chain_along(self, state: int, links: np.ndarray, reach: int
-                     ) -> tuple[int, np.ndarray, int | None] | None:
+                     ) -> tuple[int, int | None, np.ndarray | None] | None:
         """How many bytes of the class `links` can be read from `state` on, each of the class
-        leading to one state; the bytes any state along the way reads; and the residue all
-        those states share, or None where they differ. None where the class's bytes part ways or
+        leading to one state; the residue all those states share, or None where they differ;
+        and, only where they differ, the bytes any state along the way reads. None where the class's bytes part ways or
         lead round in a longer loop within a token's reach (`reach`: the most bytes of the
         class a token reads, each byte a character of the class's profile), or the state is
         a string's first character (one state before the loop: the entry walk's). A chain
@@ -114,10 +114,10 @@ class ChainsMixin:
             steps = reach
         else:
             return None
-        reads = np.logical_or.reduce(chain.reads[i:last + 1])
         residues = chain.residues[i:last + 1]
-        same = residues.count(residues[0]) == len(residues)
-        return steps, reads, residues[0] if same else None
+        if residues.count(residues[0]) == len(residues):
+            return steps, residues[0], None
+        return steps, None, np.logical_or.reduce(chain.reads[i:last + 1])
 
     def _follow_chain(self, chain: _Chain, links_key: bytes, links: np.ndarray, length: int) -> None:
         """Follow `chain` until it holds `length` states or stops, noting each state's reads

@@ -93,9 +93,10 @@ class WalksMixin:
         loop_state, steps = chain[-1], len(chain) - 1
         if steps > t.matrix.shape[0]:
             return None
-        utf8_through = steps == 1 and self._utf8_leads_to(state, loop_state) and self._loops_on_utf8(loop_state)
+        loops_utf8 = self._loops_on_utf8(loop_state)
+        utf8_through = steps == 1 and loops_utf8 and self._utf8_leads_to(state, loop_state)
         plan = t.entry_plan([rows[j] == chain[j + 1] for j in range(steps)], loop, rows[-1][:128] == loop_state,
-                            self._loops_on_utf8(loop_state), utf8_through, row_np >= 0)
+                            loops_utf8, utf8_through, row_np >= 0)
         walked, walked_ends = self._walk(loop_state, loop.other_positions[plan.go_on],
                                          start=loop.other_skip[plan.go_on].astype(np.int64), track=track)
         rest, rest_ends = self._walk(state, plan.rest, track=track)

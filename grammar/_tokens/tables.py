@@ -298,8 +298,8 @@ class TokenTables:
         shares a few."""
         key = (b"".join(np.packbits(link).tobytes() for link in links), np.packbits(loops_ascii).tobytes(),
                utf8_loops, utf8_through, np.packbits(first).tobytes())
-        return self._kept(self._plans, _PLANS, key, lambda: self._entry_plan(links, loop, loops_ascii, utf8_through,
-                                                                               first))
+        make = lambda: self._entry_plan(links, loop, loops_ascii, utf8_through, first)  # noqa: E731
+        return self._kept(self._plans, _PLANS, key, make)
 
     def _kept(self, cache: OrderedDict, size: int, key: object, make):
         """`cache[key]`, made by `make()` on a miss; the least recently used go past `size`."""
