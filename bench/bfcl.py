@@ -60,7 +60,7 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
@@ -631,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {o.id}: the {run} run failed: {o.error[:200]}")
     if args.json:
         args.json.write_text(json.dumps(
-            {s.name: [{"free": vars(free), "held": {v.label(): vars(h) for v, h in zip(variants, held, strict=True)}}
+            {s.name: [{"free": asdict(free), "held": {v.label(): asdict(h) for v, h in zip(variants, held, strict=True)}}
                       for free, held in s.runs] for s in scores},
             ensure_ascii=False, indent=1,
         ))
