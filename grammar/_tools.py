@@ -5,7 +5,8 @@ tool can never borrow another tool's arguments. The envelope is how a call is wr
 that object: `"json"` bare (or all of the turn's calls as one bare JSON list), `"hermes"` in
 `<tool_call>` tags as Qwen/Hermes chat templates teach, `"fenced"` in a ```json block as tool
 models often write anyway (a fence may also hold a JSON list of the turn's calls, as models
-asked for several write them). A tuple of envelopes lets the
+asked for several write them; with `listed`, every envelope holds the calls as one list, and
+only so). A tuple of envelopes lets the
 model open each call in whichever of them it chooses. Several calls follow one another,
 separated by a newline. `whitespace` allows up to that many blanks between the JSON
 tokens of the call (so a model may pretty-print it as it would unconstrained). `preamble`
@@ -181,10 +182,13 @@ def _call_list(call: Node, max_calls: int | None, whitespace: int | None) -> Nod
     return seq(lit("["), ws, call, more, ws, lit("]"))
 
 
-def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whitespace: int | None) -> Node:
+def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whitespace: int | None,
+           listed: bool = False) -> Node:
+    if listed:
+        return alt(*(_listed_in(e, call, max_calls, whitespace) for e in chosen))
     if chosen == ("python",):
-        listed = seq(call, repeat(seq(PYTHON_COMMA, call), 0, _more_calls(max_calls)))
-        return alt(seq(lit("["), listed, lit("]")), listed)
+        in_list = seq(call, repeat(seq(PYTHON_COMMA, call), 0, _more_calls(max_calls)))
+        return alt(seq(lit("["), in_list, lit("]")), in_list)
     forms = [seq(_one_call(call, chosen), _later_calls(call, chosen, max_calls))]
     if "json" in chosen:
         forms.append(_call_list(call, max_calls, whitespace))
@@ -192,6 +196,17 @@ def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whit
         before, after = _WRAP["fenced"]
         forms.append(seq(lit(before), _call_list(call, max_calls, whitespace), lit(after)))
     return alt(*forms) if len(forms) > 1 else forms[0]
+
+
+def _listed(chosen: tuple[Envelope, ...], listed: bool) -> bool:
+    """Whether JSON calls are written as one list: python calls are always a list of their own."""
+    return listed and chosen != ("python",)
+
+
+def _listed_in(e: Envelope, call: Node, max_calls: int | None, whitespace: int | None) -> Node:
+    """All of a turn's calls as one JSON list inside envelope `e` (bare, in a tag, in a fence)."""
+    before, after = _WRAP[e]
+    return seq(lit(before), _call_list(call, max_calls, whitespace), lit(after))
 
 
 def _delimited(chosen: tuple[Envelope, ...]) -> tuple[Envelope, ...]:
@@ -204,7 +219,8 @@ def _delimited(chosen: tuple[Envelope, ...]) -> tuple[Envelope, ...]:
 
 
 def _preamble_rules(
-    call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whitespace: int | None, *, may_end: bool
+    call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whitespace: int | None, *, may_end: bool,
+    listed: bool = False,
 ) -> dict[str, Node]:
     """Rules for text before the first call: `preamble` is its start (blanks, then a character
     other than `{`, so it never reads as a bare call).
@@ -228,6 +244,8 @@ def _preamble_rules(
                 e = openings[suffix]
                 before, close = _WRAP[e]
                 rest = lit(before[len(suffix):])
+                if listed:
+                    return seq(rest, _call_list(call, max_calls, whitespace), lit(close))
                 calls = seq(rest, call, lit(close), later)
                 if e == "fenced":
                     return alt(calls, seq(rest, _call_list(call, max_calls, whitespace), lit(close)))
@@ -258,14 +276,18 @@ def tool_calls(
     lenient: bool = False,
     whitespace: int | None = None,
     preamble: bool = False,
+    listed: bool = False,
 ) -> Grammar:
     """One to `max_calls` tool calls (None: any number), newline-separated; with `preamble`,
-    free text may come first, and the first tag or fence it reaches opens the calls."""
+    free text may come first, and the first tag or fence it reaches opens the calls. With
+    `listed`, the calls are one JSON list in whichever envelope opens them (bare, a tag, a
+    fence), so a second call is a comma away from the first, and "one call" is a list of one."""
     chosen = envelopes(envelope)
+    listed = _listed(chosen, listed)
     call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=chosen == ("python",))
-    rules["root"] = _calls(call, chosen, max_calls, whitespace)
+    rules["root"] = _calls(call, chosen, max_calls, whitespace, listed)
     if preamble:
-        rules.update(_preamble_rules(call, chosen, max_calls, whitespace, may_end=False))
+        rules.update(_preamble_rules(call, chosen, max_calls, whitespace, may_end=False, listed=listed))
         rules["root"] = alt(rules["root"], ref("preamble"))
     schema = calls_schema(tools) if "json" in chosen else None
     return Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls", schema=schema)
@@ -362,16 +384,18 @@ def tool_calls_or_text(
     lenient: bool = False,
     whitespace: int | None = None,
     preamble: bool = False,
+    listed: bool = False,
 ) -> Grammar:
     """Tool calls (as `tool_calls`) or a free-text answer that cannot be mistaken for one.
 
     With `preamble`, the text holds no tag or fence opening anywhere; the first it reaches
     opens calls, so "Let me check.\n<tool_call>…" is a call, not an answer that holds one."""
     chosen = envelopes(envelope)
+    listed = _listed(chosen, listed)
     call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=chosen == ("python",))
-    rules["calls"] = _calls(call, chosen, max_calls, whitespace)
+    rules["calls"] = _calls(call, chosen, max_calls, whitespace, listed)
     if preamble:
-        rules.update(_preamble_rules(call, chosen, max_calls, whitespace, may_end=True))
+        rules.update(_preamble_rules(call, chosen, max_calls, whitespace, may_end=True, listed=listed))
         rules["text"] = ref("preamble")
     else:
         rules.update(_text_not_starting_with(_openings(chosen, [t.name for t in tools])))

@@ -156,6 +156,40 @@ def test_a_fence_may_hold_the_turns_calls_as_a_list(drawn, data):
     assert not g.accepts("```json\n[]\n```") and not bare.accepts("[]")  # a list holds at least one call
 
 
+@settings(max_examples=60, deadline=None)
+@given(drawn=calls, data=st.data())
+def test_listed_calls_are_one_list_in_whichever_envelope_opens_them(drawn, data):
+    chosen = data.draw(st.sampled_from([("hermes", "fenced", "json"), ("hermes", "fenced"), ("fenced",), ("json",)]))
+    envelope = data.draw(st.sampled_from(chosen))
+    max_calls = data.draw(st.sampled_from([1, 2, 3, None]))
+    indent = data.draw(st.sampled_from([None, 2]))
+    prose = data.draw(st.sampled_from(["", "Here you go:\n"])) if envelope != "json" else ""
+    listed = json.dumps([{"name": n, "arguments": a} for n, a in drawn], indent=indent,
+                        separators=(",", ":") if indent is None else (",", ": "))
+    text = prose + WRAP[envelope].format(listed)
+    fits = max_calls is None or len(drawn) <= max_calls
+    options = {"envelope": chosen, "max_calls": max_calls, "whitespace": 8, "listed": True}
+    delimited = any(e != "json" for e in chosen)
+    g = grammar.tool_calls(TOOLS, preamble=bool(prose), **options)
+    either = grammar.tool_calls_or_text(TOOLS, preamble=delimited and bool(prose), **options)
+    assert g.accepts(text) == fits and either.accepts(text) == fits
+    if fits:
+        assert parse_tool_calls(text, envelope=chosen, preamble=bool(prose)) == [
+            {"name": n, "arguments": a} for n, a in drawn]
+    # Listed, a call is never written alone, nor as several envelopes one after another.
+    alone = prose + WRAP[envelope].format(_call(*drawn[0]))
+    assert not g.accepts(alone) and not either.accepts(alone)
+    assert grammar.tool_calls(TOOLS, preamble=bool(prose), **{**options, "listed": False}).accepts(alone)
+    twice = WRAP[envelope].format(listed) + "\n" + WRAP[envelope].format(listed)
+    assert not grammar.tool_calls(TOOLS, **{**options, "max_calls": None}).accepts(twice)
+
+
+def test_python_calls_are_a_list_already():
+    """`listed` changes nothing for the python envelope, whose calls are always one list."""
+    for text in ('[add(a=1, b=2), add(a=3, b=4)]', 'add(a=1, b=2)'):
+        assert grammar.tool_calls(TOOLS, envelope="python", max_calls=2, listed=True).accepts(text)
+
+
 def test_text_never_opens_as_a_bare_list_of_calls():
     """Where the bare envelope may hold a list of calls, an answer that opens with `[` would be
     read as one: text may not open with it (inside the text it is free)."""
@@ -290,7 +324,8 @@ def test_walks_under_a_preamble_grammar_never_dead_end_and_parse(data):
     from runtimes.testing import synthetic_vocabulary
 
     chosen = ("hermes", "fenced", "json")
-    g = grammar.tool_calls_or_text(TOOLS, envelope=chosen, max_calls=2, preamble=True)
+    listed = data.draw(st.booleans())
+    g = grammar.tool_calls_or_text(TOOLS, envelope=chosen, max_calls=2, preamble=True, listed=listed)
     text = token_walk(g, synthetic_vocabulary(), lambda n: data.draw(st.integers(0, n - 1)), 60, 200)
     assert g.accepts(text)
     found = parse_tool_calls(text, envelope=chosen, preamble=True)
