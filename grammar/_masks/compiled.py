@@ -26,7 +26,7 @@ from .chains import ChainsMixin, _Chain
 from .counted import CountedMixin, _Leavers
 from .framed import FramedMixin, _Inside
 from .pool import PoolMixin, StateMask
-from .walks import WalksMixin
+from .walks import WalksMixin, _LoopWalk
 
 
 class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMixin):
@@ -70,6 +70,8 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
         self._loops: dict[int, bytes] = {}  # see `_looping_bytes`
         self._doom: dict[int, bool] = {}
         self._inside: dict[int, _Inside] = {}
+        self._entered: set[int] = set()  # loop states an entry walk has gone into
+        self._loop_walks: dict[int, _LoopWalk] = {}  # ... and their tokens' walks, from the second entry
         self._by_far_counts: dict[tuple, StateMask] = {}  # see `_far_counts_key`
         self._unions: dict[tuple[int, bytes], StateMask] = {}  # see `_framed_mask`
         self._successors: dict[int, np.ndarray] = {}  # see `successors`
@@ -97,8 +99,9 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
         inside = sum(i.nbytes for i in self._inside.values())
         leavers = sum(v.nbytes for v in [*self._leavers.values(), *self._chain_leavers_by.values()] if v is not None)
         chains = sum(c.nbytes for c in {id(c): c for c in self._chain_at.values()}.values())
+        loop_walks = sum(w.nbytes for w in self._loop_walks.values())
         table = self.automaton.table[: len(self.automaton.configs)].nbytes
-        return int(rows + successors + inside + leavers + chains + table)
+        return int(rows + successors + inside + leavers + chains + loop_walks + table)
 
     def mask(self, state: int) -> StateMask:
         found = self._masks.get(state)

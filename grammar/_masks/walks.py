@@ -36,6 +36,39 @@ class _Track:
     exits: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (positions, offsets)
 
 
+@dataclass(slots=True)
+class _LoopWalk:
+    """Where each token its loop class does not keep ends, walked from a loop state (DEAD
+    where it dies), with what the walk noted: the tokens that reach a frame's end with bytes
+    to go, and (with recursion) every state passed, all tokens together (so a reader's reach
+    may be more than its own tokens', which only ever sends a state to a full walk)."""
+
+    end_of: np.ndarray
+    exits: list[tuple[np.ndarray, np.ndarray]]
+    passed: np.ndarray | None
+
+    def read(self, positions: np.ndarray, track: _Track | None) -> tuple[np.ndarray, np.ndarray]:
+        """The walk of the tokens at `positions` (sorted), as `_walk` gives it, noted on `track`."""
+        ends = self.end_of[positions]
+        alive = ends >= 0
+        if track is not None:
+            if self.exits:
+                picked = np.zeros(len(self.end_of), dtype=bool)
+                picked[positions] = True
+                for crossing, offsets in self.exits:
+                    mine = picked[crossing]
+                    if mine.any():
+                        track.exits.append((crossing[mine], offsets[mine]))
+            if track.passed is not None and self.passed is not None:
+                track.passed.append(self.passed)
+        return positions[alive], ends[alive]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.end_of.nbytes + sum(c.nbytes + o.nbytes for c, o in self.exits)
+                   + (self.passed.nbytes if self.passed is not None else 0))
+
+
 class WalksMixin:
     """The token walks (a part of `CompiledGrammar`)."""
 
@@ -97,8 +130,7 @@ class WalksMixin:
         utf8_through = steps == 1 and loops_utf8 and self._utf8_leads_to(state, loop_state)
         plan = t.entry_plan([rows[j] == chain[j + 1] for j in range(steps)], loop, rows[-1][:128] == loop_state,
                             loops_utf8, utf8_through, row_np >= 0)
-        walked, walked_ends = self._walk(loop_state, loop.other_positions[plan.go_on],
-                                         start=loop.other_skip[plan.go_on].astype(np.int64), track=track)
+        walked, walked_ends = self._from_loop(loop_state, loop, plan.go_on, track)
         rest, rest_ends = self._walk(state, plan.rest, track=track)
         if track is not None and track.passed is not None:
             track.passed.append(np.array(chain[1:], np.int32))
@@ -110,6 +142,33 @@ class WalksMixin:
         end_of[rest] = rest_ends
         positions = np.flatnonzero(end_of >= 0)
         return positions, end_of[positions]
+
+    def _from_loop(self, loop_state: int, loop: LoopClass, go_on: np.ndarray, track: _Track | None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """Walk from `loop_state` the tokens of its class's others picked by `go_on`, each from
+        its first byte that may not loop. Such a walk depends on the loop state alone, and many
+        states enter the same one (each prefix of a key beside the declared names enters the
+        string's inside), so from the second entry on every such token is walked once and
+        kept, and each entry reads its own out of that."""
+        positions = loop.other_positions[go_on]
+        kept = self._loop_walks.get(loop_state)
+        if kept is None:
+            if loop_state not in self._entered:
+                self._entered.add(loop_state)
+                return self._walk(loop_state, positions, start=loop.other_skip[go_on].astype(np.int64), track=track)
+            kept = self._loop_walks[loop_state] = self._walk_all_from(loop_state, loop)
+        return kept.read(positions, track)
+
+    def _walk_all_from(self, loop_state: int, loop: LoopClass) -> _LoopWalk:
+        everything = _Track([] if self.automaton.nfa.recursive else None)
+        walked, ends = self._walk(loop_state, loop.other_positions, start=loop.other_skip.astype(np.int64),
+                                  track=everything)
+        end_of = np.full(len(self.tables.sorted_bytes), DEAD, np.int32)
+        end_of[walked] = ends
+        passed = None
+        if everything.passed is not None:
+            passed = _distinct(np.concatenate(everything.passed)) if everything.passed else np.zeros(0, np.int32)
+        return _LoopWalk(end_of, everything.exits, passed)
 
     def _forced_tokens(self, state: int, number_ends: bool = False) -> tuple[list[int], list[int] | None]:
         """Tokens allowed in a state that forces its next bytes: those that spell a prefix of

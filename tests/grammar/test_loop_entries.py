@@ -145,3 +145,24 @@ def test_string_starts_share_one_plan_of_the_vocabulary(smollm2_vocabulary, monk
         assert m.accept_bytes(prefix)
         assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, smollm2_vocabulary.size)
     assert len(found) == 1
+
+
+def test_entries_into_one_loop_share_its_walk(smollm2_vocabulary, monkeypatch):
+    """Each step of a partial match of an unanchored pattern is its own state, and most bytes
+    send each back to the same loop (the text before a match): from the second entry on, the
+    tokens walked from that loop are walked once and read by every entry, and each mask is
+    the tokens that step."""
+    from grammar._masks.walks import WalksMixin, _LoopWalk
+
+    made, read = [], []
+    walk_all, read_kept = WalksMixin._walk_all_from, _LoopWalk.read
+    monkeypatch.setattr(WalksMixin, "_walk_all_from", lambda self, *args: made.append(1) or walk_all(self, *args))
+    monkeypatch.setattr(_LoopWalk, "read", lambda self, *args: read.append(1) or read_kept(self, *args))
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": "[0-9a-f]{4}-[0-9a-f]{4}"}},
+              "required": ["id"], "additionalProperties": False}
+    compiled = grammar.CompiledGrammar(grammar.from_json_schema(schema), smollm2_vocabulary)
+    for prefix in (b'{"id":"', b'{"id":"1', b'{"id":"12', b'{"id":"123', b'{"id":"1234', b'{"id":"1234-a'):
+        m = grammar.Matcher(compiled)
+        assert m.accept_bytes(prefix)
+        assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, smollm2_vocabulary.size)
+    assert len(made) == 1 and len(read) >= 2
