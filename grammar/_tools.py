@@ -193,8 +193,7 @@ def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whit
     if "json" in chosen:
         forms.append(_call_list(call, max_calls, whitespace))
     if "fenced" in chosen:
-        before, after = _WRAP["fenced"]
-        forms.append(seq(lit(before), _call_list(call, max_calls, whitespace), lit(after)))
+        forms.append(_listed_in("fenced", call, max_calls, whitespace))
     return alt(*forms) if len(forms) > 1 else forms[0]
 
 
@@ -244,11 +243,12 @@ def _preamble_rules(
                 e = openings[suffix]
                 before, close = _WRAP[e]
                 rest = lit(before[len(suffix):])
+                in_list = seq(rest, _call_list(call, max_calls, whitespace), lit(close))
                 if listed:
-                    return seq(rest, _call_list(call, max_calls, whitespace), lit(close))
+                    return in_list
                 calls = seq(rest, call, lit(close), later)
                 if e == "fenced":
-                    return alt(calls, seq(rest, _call_list(call, max_calls, whitespace), lit(close)))
+                    return alt(calls, in_list)
                 return calls
             if suffix in names:
                 return ref(names[suffix])

@@ -160,6 +160,7 @@ class WalksMixin:
         return kept.read(positions, track)
 
     def _walk_all_from(self, loop_state: int, loop: LoopClass) -> _LoopWalk:
+        """Every token of the class's others walked from `loop_state` once, for `_from_loop`."""
         everything = _Track([] if self.automaton.nfa.recursive else None)
         walked, ends = self._walk(loop_state, loop.other_positions, start=loop.other_skip.astype(np.int64),
                                   track=everything)
