@@ -380,15 +380,16 @@ def corpus_missing() -> bool:
     return True
 
 
-def load(category: str, root: Path, limit: int | None) -> tuple[list[Item], list[str]]:
-    """The category's items (first `limit`), and ids whose tools cannot be built (with why)."""
+def load(category: str, root: Path, limit: int | None, start: int = 0) -> tuple[list[Item], list[str]]:
+    """The category's items (`limit` of them from the `start`-th), and ids whose tools cannot be
+    built (with why)."""
     questions = _lines(root / f"BFCL_v4_{category}.json")
     answers: dict[str, list[dict[str, Any]]] = (
         {} if category in NO_CALL
         else {a["id"]: a["ground_truth"] for a in _lines(root / "possible_answer" / f"BFCL_v4_{category}.json")}
     )
     items, skipped = [], []
-    for q in questions[:limit]:
+    for q in questions[start:None if limit is None else start + limit]:
         try:
             tools = {t.name: t for t in build_tools(q["function"])}
         except (ToolDefinitionError, ValueError) as exc:
@@ -403,13 +404,14 @@ def _lines(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-_ATTEMPT = re.compile(r'^\s*(\{|\[\s*\{|```json)|"name"\s*:|<tool_call>')
+_ATTEMPT = re.compile(r'^\s*(\{|\[\s*\{|```json)|"name"\s*:|<tool_call>|^\s*(```\w*\s*)?\[\s*[A-Za-z_][\w.]*\s*[(,\]]')
 
 
 def attempted_call(text: str) -> bool:
     """Whether a free answer tries to call a tool, parsed or not: BFCL counts an irrelevance
     answer whose call does not decode (JSON with comments, `3 * 10**8`, cut by the budget) as
-    no call, though the model meant one."""
+    no call, though the model meant one. A Python list that names a tool (`[find_roots]`,
+    `[f(v=3 * 10**8)]`) is an attempt too."""
     return bool(_ATTEMPT.search(text))
 
 
@@ -513,7 +515,7 @@ async def agent_turn(item: Item, runtime: Any, category: str, max_tokens: int, t
 async def evaluate(categories: list[str], limit: int | None, max_tokens: int, runtime: Any, verbose: bool,
                    concurrency: int = 8, variants: list[Variant] | None = None,
                    prompt: str = "template", think: int | None = None,
-                   tool_prompt: ToolPrompt = AGENT_TOOL_PROMPT) -> list[CategoryScore]:
+                   tool_prompt: ToolPrompt = AGENT_TOOL_PROMPT, start: int = 0) -> list[CategoryScore]:
     """Every item of `categories`: its free run and, per variant, a constrained one (with
     `prompt="agent"`, the agent's turn alone, labelled by `agent_variant`)."""
     root = corpus_bfcl()
@@ -529,9 +531,9 @@ async def evaluate(categories: list[str], limit: int | None, max_tokens: int, ru
             return await run_variants(item, runtime, category, max_tokens, chosen, prompt, think)
 
     for category in categories:
-        items, skipped = load(category, root, limit)
+        items, skipped = load(category, root, limit, start)
         score = CategoryScore(category, skipped)
-        start = time.perf_counter()
+        began = time.perf_counter()
         running = [asyncio.ensure_future(guarded(item, category)) for item in items]
         for item, task in zip(items, progress(running, category), strict=True):
             free, held = await task
@@ -539,7 +541,7 @@ async def evaluate(categories: list[str], limit: int | None, max_tokens: int, ru
             if verbose:
                 marks = "  ".join(f"{v.label()} {_mark(h)}" for v, h in zip(chosen, held, strict=True))
                 print(f"  {item.id}: unconstrained {_mark(free)}  {marks}", file=sys.stderr)
-        score.seconds = time.perf_counter() - start
+        score.seconds = time.perf_counter() - began
         scores.append(score)
     return scores
 
@@ -584,6 +586,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bfcl", description=__doc__.split("\n\n")[0])
     parser.add_argument("--categories", nargs="+", default=list(CATEGORIES), choices=CATEGORIES)
     parser.add_argument("--limit", type=int, default=None, help="items per category (default: all)")
+    parser.add_argument("--start", type=int, default=0,
+                        help="skip this many items of each category first (items a prompt was not tried on)")
     parser.add_argument("--max-tokens", type=int, default=256, help="token budget per answer")
     parser.add_argument("--json", type=Path, help="write every answer and verdict here")
     parser.add_argument("--verbose", action="store_true", help="print each item's verdicts")
@@ -612,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
           f"max_tokens: {args.max_tokens}" + (f"  think: {args.think} tokens" if args.think is not None else ""))
     variants = [agent_variant(args.tool_prompt)] if args.prompt == "agent" else args.variant or [Variant()]
     scores = asyncio.run(evaluate(args.categories, args.limit, args.max_tokens, runtime, args.verbose,
-                                  args.concurrency, variants, args.prompt, args.think, args.tool_prompt))
+                                  args.concurrency, variants, args.prompt, args.think, args.tool_prompt, args.start))
     for k, variant in enumerate(variants):
         print(f"constrained: {variant.label()}")
         print(report(scores, k))

@@ -149,6 +149,14 @@ async def test_irrelevance_items_are_right_without_a_call_and_wrong_with_one(cor
     assert (free.valid, free.correct, held.valid, held.correct) == (True, False, True, False)
 
 
+def test_a_start_skips_the_first_items(corpus: Path) -> None:
+    first, _ = load("parallel", corpus / "bfcl", 3)
+    later, _ = load("parallel", corpus / "bfcl", 2, start=1)
+    assert [item.id for item in later] == [item.id for item in first[1:]]
+    rest, _ = load("parallel", corpus / "bfcl", None, start=198)
+    assert [item.id for item in rest] == ["parallel_198", "parallel_199"]
+
+
 def test_variants_parse_and_label_round_trip() -> None:
     from bench.bfcl import Variant
 
@@ -180,6 +188,9 @@ def test_a_malformed_call_is_an_attempt_and_prose_is_not() -> None:
     assert attempted_call('{"name": "Cooking Recipes", "arguments": {}}')
     assert attempted_call("Let me call it.\n<tool_call>\n{broken")
     assert not attempted_call("No tool here can answer that; the area is half of base times height.")
+    assert attempted_call("[find_critical_points]") and attempted_call("[f(c=3 * 10**8), f(c=1)]")
+    assert attempted_call("```python\n[calculate_velocity(v=v)]\n```")
+    assert not attempted_call("[1] The area is half of base times height.")
 
 
 async def test_prompt_mode_asks_in_a_system_message_and_scores_a_python_list(corpus: Path) -> None:
