@@ -32,20 +32,32 @@ def tool_call_envelope(template: str | None) -> ToolCallEnvelope:
     return "json"
 
 
+_PYTHON_LIST_INSTRUCTIONS = (
+    "You can call the tools below. Answer a request with the calls it needs, as a Python list: "
+    "[tool_name(argument=value, ...)] for one call, [tool_name(...), tool_name(...)] for several. "
+    "Call a tool only for what the request asks. If no tool fits, or the request lacks an argument "
+    "a tool needs, say so in plain words. Otherwise answer with the list alone and nothing else."
+)
+"""How a list of Python calls is asked for. Shown one call and two, a small model writes one
+where one is asked and several where several are (an example of two calls alone made it write
+two for every request); told what a call is for, it calls no tool the request does not need."""
+
+
 def tool_instructions(tools: list[dict[str, Any]], envelope: ToolCallEnvelope) -> str:
     """A system-message text that lists `tools` (name, description, argument schema) and the
     exact form of a call, for models whose template has no tool support."""
-    example = '{"name":"<tool name>","arguments":<arguments as a JSON object>}'
-    if envelope == "hermes":
-        example = f"<tool_call>{example}</tool_call>"
-    elif envelope == "python":
-        example = '[<tool name>(<argument>=<JSON value>, ...), <tool name>(...)]'
-    lines = [
-        "You can call the tools below. To call a tool, answer with exactly this form and nothing else:",
-        example,
-        "",
-        "Tools:",
-    ]
+    if envelope == "python":
+        lines = [_PYTHON_LIST_INSTRUCTIONS, "", "Tools:"]
+    else:
+        example = '{"name":"<tool name>","arguments":<arguments as a JSON object>}'
+        if envelope == "hermes":
+            example = f"<tool_call>{example}</tool_call>"
+        lines = [
+            "You can call the tools below. To call a tool, answer with exactly this form and nothing else:",
+            example,
+            "",
+            "Tools:",
+        ]
     for tool in tools:
         function = tool.get("function", tool)
         lines.append(f"- {function['name']}: {function.get('description', '').strip()}")

@@ -525,7 +525,7 @@ async def test_the_python_tool_prompt_lists_the_tools_and_takes_a_list_of_calls(
     first = rt.calls[0]
     assert first.tools is None and first.grammar is not None
     system = first.messages[0]["content"]
-    assert system.startswith("Be brief.") and "[<tool name>(<argument>=" in system and "get_weather" in system
+    assert system.startswith("Be brief.") and "[tool_name(argument=value, ...)]" in system and "get_weather" in system
     assert first.grammar.accepts('[get_weather(city="x")]') and not first.grammar.accepts('[get_weather(town="x")]')
     with pytest.raises(ValueError, match="tool_prompt"):
         Agent([get_weather], rt, tool_prompt="xml")  # type: ignore[arg-type]

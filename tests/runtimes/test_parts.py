@@ -106,8 +106,8 @@ def test_templates_asking_for_python_calls_choose_the_python_envelope():
     )
     assert tool_call_envelope(pythonic) == "python" and ChatTemplate(pythonic).envelope == "python"
     assert tool_call_envelope("{{ messages }} [1, 2] f(x)") == "json"
-    example = tool_instructions([WEATHER], "python").splitlines()[1]
-    assert example.startswith("[<tool name>(<argument>=")
+    text = tool_instructions([WEATHER], "python")
+    assert "[tool_name(argument=value, ...)] for one call" in text and "- get_weather:" in text
 
 
 def test_template_errors_say_where():
