@@ -4,8 +4,8 @@ A call is `{"name":<one tool name>,"arguments":<that tool's arguments>}`, so a c
 tool can never borrow another tool's arguments. The envelope is how a call is written around
 that object: `"json"` bare (or all of the turn's calls as one bare JSON list), `"hermes"` in
 `<tool_call>` tags as Qwen/Hermes chat templates teach, `"fenced"` in a ```json block as tool
-models often write anyway (a fence may also hold a JSON list of the turn's calls, as models
-asked for several write them; with `listed`, every envelope holds the calls as one list, and
+models often write anyway (a fence may also hold the turn's calls as a JSON list or one a
+line, as models asked for several write them; with `listed`, every envelope holds the calls as one list, and
 only so). A tuple of envelopes lets the
 model open each call in whichever of them it chooses. Several calls follow one another,
 separated by a newline. `whitespace` allows up to that many blanks between the JSON
@@ -182,6 +182,13 @@ def _call_list(call: Node, max_calls: int | None, whitespace: int | None) -> Nod
     return seq(lit("["), ws, call, more, ws, lit("]"))
 
 
+def _fenced_lines(call: Node, max_calls: int | None) -> Node | None:
+    """Two to `max_calls` calls, one a line, the body of one fence: the form small tool models
+    write several calls in when one fence holds them all (None where a turn holds one call)."""
+    more = _more_calls(max_calls)
+    return None if more == 0 else seq(call, repeat(seq(lit("\n"), call), 1, more))
+
+
 def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whitespace: int | None,
            listed: bool = False) -> Node:
     if listed:
@@ -194,6 +201,9 @@ def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whit
         forms.append(_call_list(call, max_calls, whitespace))
     if "fenced" in chosen:
         forms.append(_listed_in("fenced", call, max_calls, whitespace))
+        if (lines := _fenced_lines(call, max_calls)) is not None:
+            before, after = _WRAP["fenced"]
+            forms.append(seq(lit(before), lines, lit(after)))
     return alt(*forms) if len(forms) > 1 else forms[0]
 
 
@@ -248,7 +258,8 @@ def _preamble_rules(
                     return in_list
                 calls = seq(rest, call, lit(close), later)
                 if e == "fenced":
-                    return alt(calls, in_list)
+                    lines = _fenced_lines(call, max_calls)
+                    return alt(calls, in_list, *([seq(rest, lines, lit(close))] if lines is not None else []))
                 return calls
             if suffix in names:
                 return ref(names[suffix])
@@ -467,6 +478,9 @@ def parse_tool_calls(
         pos = _skip_blanks(stripped, pos)
         obj, pos = decoder.raw_decode(stripped, pos)
         found = obj if isinstance(obj, list) and obj else [obj]  # a fence's (or bare) list of calls
+        while e == "fenced" and isinstance(obj, dict) and stripped.startswith("{", _skip_blanks(stripped, pos)):
+            obj, pos = decoder.raw_decode(stripped, _skip_blanks(stripped, pos))  # a fence's calls one a line
+            found.append(obj)
         for one in found:
             if not (isinstance(one, dict) and set(one) == {"name", "arguments"}):
                 raise ValueError(f"not a tool call: {one!r}")

@@ -158,6 +158,27 @@ def test_a_fence_may_hold_the_turns_calls_as_a_list(drawn, data):
 
 @settings(max_examples=60, deadline=None)
 @given(drawn=calls, data=st.data())
+def test_a_fence_may_hold_the_turns_calls_one_a_line(drawn, data):
+    chosen = data.draw(st.sampled_from([("fenced",), ("hermes", "fenced", "json")]))
+    max_calls = data.draw(st.sampled_from([1, 2, 3, None]))
+    prose = data.draw(st.sampled_from(["", "Here you go:\n"]))
+    text = prose + "```json\n" + "\n".join(_call(n, a) for n, a in drawn) + "\n```"
+    fits = max_calls is None or len(drawn) <= max_calls
+    g = grammar.tool_calls(TOOLS, envelope=chosen, max_calls=max_calls, preamble=bool(prose))
+    either = grammar.tool_calls_or_text(TOOLS, envelope=chosen, max_calls=max_calls, preamble=bool(prose))
+    assert g.accepts(text) == fits and either.accepts(text) == fits
+    if fits:
+        assert parse_tool_calls(text, envelope=chosen, preamble=bool(prose)) == [
+            {"name": n, "arguments": a} for n, a in drawn]
+    # Held to one list, a fence holds a list and nothing else; a tag holds one call.
+    listed = grammar.tool_calls(TOOLS, envelope=chosen, max_calls=None, preamble=bool(prose), listed=True)
+    assert not listed.accepts(text)
+    tagged = "<tool_call>\n" + "\n".join(_call(n, a) for n, a in drawn) + "\n</tool_call>"
+    assert grammar.tool_calls(TOOLS, envelope="hermes", max_calls=None).accepts(tagged) == (len(drawn) == 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(drawn=calls, data=st.data())
 def test_listed_calls_are_one_list_in_whichever_envelope_opens_them(drawn, data):
     chosen = data.draw(st.sampled_from([("hermes", "fenced", "json"), ("hermes", "fenced"), ("fenced",), ("json",)]))
     envelope = data.draw(st.sampled_from(chosen))
