@@ -164,11 +164,11 @@ class Agent(Generic[OutputT]):
     shows them through the runtime's chat template and adds a system note asking for every
     call a turn needs in one JSON list; the turn takes calls in the template's envelope, a
     ```json fence or bare, one call, a list, or a fence of calls one a line (the best mode
-    measured on BFCL, see docs/agents.md); for a model whose template teaches a Python list of calls, the template's
-    own form. "template" is the same without the note; small models then write one
-    call where several are asked for. "python" lists the tools in the system message and asks
-    for `[get_weather(city="Paris"), add(a=1, b=2)]`, held to that list
-    (`grammar.tool_calls(..., envelope="python")`).
+    measured on BFCL, see docs/agents.md); for a model whose template teaches a Python list of
+    calls, the template's own form. "template" is the same without the note; small models then
+    write one call where several are asked for. "python" lists the tools in the system message
+    and asks for `[get_weather(city="Paris")]` for one call, `[get_weather(city="Paris"),
+    add(a=1, b=2)]` for several, held to that list (`grammar.tool_calls(..., envelope="python")`).
     """
 
     # A class as `output_type` gives `Agent[that class]`; none gives `Agent[str]` (text answers);

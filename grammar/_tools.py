@@ -5,9 +5,9 @@ tool can never borrow another tool's arguments. The envelope is how a call is wr
 that object: `"json"` bare (or all of the turn's calls as one bare JSON list), `"hermes"` in
 `<tool_call>` tags as Qwen/Hermes chat templates teach, `"fenced"` in a ```json block as tool
 models often write anyway (a fence may also hold the turn's calls as a JSON list or one a
-line, as models asked for several write them; with `listed`, every envelope holds the calls as one list, and
-only so). A tuple of envelopes lets the
-model open each call in whichever of them it chooses. Several calls follow one another,
+line, as models asked for several write them; with `listed`, every envelope holds the calls
+as one list, and only so). A tuple of envelopes lets the model open each call in whichever of
+them it chooses. Several calls follow one another,
 separated by a newline. `whitespace` allows up to that many blanks between the JSON
 tokens of the call (so a model may pretty-print it as it would unconstrained). `preamble`
 lets free text come before the first call, as tool models often write ("I will look that up."):
