@@ -182,11 +182,15 @@ def _call_list(call: Node, max_calls: int | None, whitespace: int | None) -> Nod
     return seq(lit("["), ws, call, more, ws, lit("]"))
 
 
-def _fenced_lines(call: Node, max_calls: int | None) -> Node | None:
-    """Two to `max_calls` calls, one a line, the body of one fence: the form small tool models
-    write several calls in when one fence holds them all (None where a turn holds one call)."""
+def _several_in_fence(call: Node, max_calls: int | None, whitespace: int | None) -> list[Node]:
+    """What one fence may hold besides a lone call, the two forms models asked for several calls
+    write them in: the turn's calls as a JSON list, and (where a turn holds more than one) two
+    to `max_calls` calls one a line."""
+    bodies = [_call_list(call, max_calls, whitespace)]
     more = _more_calls(max_calls)
-    return None if more == 0 else seq(call, repeat(seq(lit("\n"), call), 1, more))
+    if more != 0:
+        bodies.append(seq(call, repeat(seq(lit("\n"), call), 1, more)))
+    return bodies
 
 
 def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whitespace: int | None,
@@ -200,10 +204,8 @@ def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whit
     if "json" in chosen:
         forms.append(_call_list(call, max_calls, whitespace))
     if "fenced" in chosen:
-        forms.append(_listed_in("fenced", call, max_calls, whitespace))
-        if (lines := _fenced_lines(call, max_calls)) is not None:
-            before, after = _WRAP["fenced"]
-            forms.append(seq(lit(before), lines, lit(after)))
+        before, after = _WRAP["fenced"]
+        forms += [seq(lit(before), body, lit(after)) for body in _several_in_fence(call, max_calls, whitespace)]
     return alt(*forms) if len(forms) > 1 else forms[0]
 
 
@@ -253,13 +255,12 @@ def _preamble_rules(
                 e = openings[suffix]
                 before, close = _WRAP[e]
                 rest = lit(before[len(suffix):])
-                in_list = seq(rest, _call_list(call, max_calls, whitespace), lit(close))
                 if listed:
-                    return in_list
+                    return seq(rest, _call_list(call, max_calls, whitespace), lit(close))
                 calls = seq(rest, call, lit(close), later)
                 if e == "fenced":
-                    lines = _fenced_lines(call, max_calls)
-                    return alt(calls, in_list, *([seq(rest, lines, lit(close))] if lines is not None else []))
+                    return alt(calls, *(seq(rest, body, lit(close))
+                                        for body in _several_in_fence(call, max_calls, whitespace)))
                 return calls
             if suffix in names:
                 return ref(names[suffix])
@@ -478,8 +479,11 @@ def parse_tool_calls(
         pos = _skip_blanks(stripped, pos)
         obj, pos = decoder.raw_decode(stripped, pos)
         found = obj if isinstance(obj, list) and obj else [obj]  # a fence's (or bare) list of calls
-        while e == "fenced" and isinstance(obj, dict) and stripped.startswith("{", _skip_blanks(stripped, pos)):
-            obj, pos = decoder.raw_decode(stripped, _skip_blanks(stripped, pos))  # a fence's calls one a line
+        while e == "fenced" and isinstance(obj, dict):  # a fence's calls one a line
+            following = _skip_blanks(stripped, pos)
+            if not stripped.startswith("{", following):
+                break
+            obj, pos = decoder.raw_decode(stripped, following)
             found.append(obj)
         for one in found:
             if not (isinstance(one, dict) and set(one) == {"name", "arguments"}):
