@@ -79,8 +79,29 @@ def regex_node(pattern: str, *, pointer: str = "") -> Node:
     for (start, end), body in variants:
         if (start, end) == (_START_ANY, _END_ANY) and _matches(body, ""):
             return any_text  # an empty match anywhere: every string matches
-        parts.append(seq(EMPTY if start == _START_BOS else any_text, body, after[end]))
+        parts.append(_searched(body, start == _START_ANY, after[end]))
     return alt(*parts)
+
+
+def _searched(body: Node, free_start: bool, after: Node) -> Node:
+    """`body` with any text before it (`free_start`) and `after` it, in the form an automaton
+    reads with fewest configurations: a repeat beside any text needs only its fewest copies
+    (`x{1,9}` then anything is `x` then anything), and one character class found anywhere is
+    found at its first occurrence (`[a-z]+` searched is `[^a-z]*[a-z]` then anything), so
+    reading a text keeps one place in the pattern rather than one per position a match could
+    start at. The same language; a length bound over it then counts one way through."""
+    free_end = after == star(ANY_CHAR)
+    items = list(body.items) if isinstance(body, Seq) else [body]
+    if free_end and items and isinstance(items[-1], Repeat):
+        items[-1] = repeat(items[-1].item, items[-1].min, items[-1].min)
+    if free_start and items and isinstance(items[0], Repeat):
+        items[0] = repeat(items[0].item, items[0].min, items[0].min)
+    core = seq(*items)
+    if free_start and free_end and isinstance(core, Chars):
+        return seq(star(negate(core.ranges)), core, after)
+    if free_start and free_end and isinstance(core, Lit) and len(core.text) == 1:
+        return seq(star(negate([(ord(core.text), ord(core.text))])), core, after)
+    return seq(star(ANY_CHAR) if free_start else EMPTY, core, after)
 
 
 def from_regex(pattern: str) -> Grammar:

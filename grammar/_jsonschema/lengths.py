@@ -83,6 +83,8 @@ def _seq_within(items: list[Node], lo: int, hi: int | None) -> Node | None:
     the others' take few lengths in all (see `_one_wide_part`)."""
     spans = [node_lengths(item) for item in items]
     exact = _one_wide_part(items, spans, lo, hi)
+    if exact is None:
+        exact = _first_found(items, lo, hi)
     if exact is not None:
         return exact
     tops: list[int | None] = [b for _, b in spans]
@@ -169,6 +171,29 @@ def _one_wide_part(items: list[Node], spans: list[tuple[int, int | None]], lo: i
         else:
             ways.append(seq(*parts))
     return alt(*ways) if ways else None
+
+
+def _first_found(items: list[Node], lo: int, hi: int | None) -> Node | None:
+    """A character found anywhere, in its searched form (any others, the first of the class,
+    then anything: `[^c]*` `c` `.*`), within lo..hi: exact where the first occurrence stands
+    among the first `EXACT_WAYS` characters (one way per place, the rest taking all the room
+    left), and sharing the room where it stands later. None where `items` is not that form, or
+    the ways would spell out more than `EXACT_COPIES` characters."""
+    if hi is None or lo > ONE_WAY_PAST or len(items) != 3 or hi * (EXACT_WAYS + 1) > EXACT_COPIES:
+        return None
+    before, found, after = items
+    if not (isinstance(before, Repeat) and isinstance(after, Repeat) and node_lengths(found) == (1, 1)
+            and (before.min, before.max, after.min, after.max) == (0, None, 0, None)
+            and node_lengths(before.item) == node_lengths(after.item) == (1, 1)):
+        return None
+    ways = [seq(repeat(before.item, at, at), found, repeat(after.item, max(lo - at - 1, 0), hi - at - 1))
+            for at in range(min(EXACT_WAYS, hi))]
+    if hi > EXACT_WAYS:
+        late = EXACT_WAYS + (hi - 1 - EXACT_WAYS) // 2  # the latest place of a later occurrence
+        least = max(lo - EXACT_WAYS - 1, 0)
+        if least <= hi - late - 1:
+            ways.append(seq(repeat(before.item, EXACT_WAYS, late), found, repeat(after.item, least, hi - late - 1)))
+    return alt(*ways)
 
 
 def _parts(items: list[Node], bottoms: list[int], tops: list[int | None]) -> Node | None:

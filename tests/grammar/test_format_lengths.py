@@ -178,3 +178,29 @@ def test_an_anchored_pattern_with_a_long_bound_is_held_exactly(run, head, star, 
     n = max(bound + offset - len(head) - newline, 0)
     text = head + letter * n + ("\n" if newline else "")
     assert g.accepts(json.dumps(text)) == Draft202012Validator(schema).is_valid(text), (schema, len(text))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    run=st.sampled_from(["[a-zA-Z0-9_.-]", "[a-z]", "\\d", "x"]),
+    plus=st.booleans(),
+    least=st.integers(0, 5),
+    bound=st.sampled_from([3, 8, 60, 255]),
+    before=st.integers(0, 6),
+    length=st.one_of(st.integers(0, 12), st.integers(50, 70), st.integers(250, 260)),
+    other=st.sampled_from([" ", "!", "é", "\n"]),
+)
+def test_an_unanchored_class_with_bounds_holds_each_place_of_its_first_occurrence(
+        run, plus, least, bound, before, length, other):
+    """`pattern: "[a-z]+"` (no anchors) means "holds a letter somewhere"; under a length bound a
+    text whose first letter stands among its first four characters is held at every length the
+    bounds allow, and nothing the validator refuses is held, wherever that letter stands."""
+    schema = {"type": "string", "pattern": run + ("+" if plus else ""), "minLength": least, "maxLength": bound}
+    g = grammar.from_json_schema(schema)
+    letter = {"[a-zA-Z0-9_.-]": "k", "[a-z]": "k", "\\d": "4", "x": "x"}[run]
+    text = (other * before + letter * length)[:bound + 1]
+    valid = Draft202012Validator(schema).is_valid(text)
+    held = g.accepts(json.dumps(text, ensure_ascii=False))
+    assert valid or not held, (schema, text)
+    if before < 4:
+        assert held == valid, (schema, len(text))
