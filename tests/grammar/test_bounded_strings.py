@@ -34,7 +34,7 @@ def _vocab() -> Vocabulary:
 
 VOCAB = _vocab()
 _CHECKER = jsonschema.Draft202012Validator.FORMAT_CHECKER
-PATTERNS = ["^[a-z ]+$", "^[A-Z]{3}-[0-9]{4}$", r"^\d{4}-\d{2}-\d{2}$", "^[a-z0-9-]*$", "b", "^a*b?$"]
+PATTERNS = ["^[a-z ]+$", "^[A-Z]{3}-[0-9]{4}$", r"^\d{4}-\d{2}-\d{2}$", "^[a-z0-9-]*$", "b", "^a*b?$", "[a-z0-9_.-]+"]
 
 
 @st.composite
