@@ -30,7 +30,7 @@ from bisect import bisect_right
 from functools import lru_cache
 
 from ._errors import CompileError, LimitError
-from ._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq
+from ._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq, one_char_ranges
 from ._ir.ranges import Ranges, intersects, normal, union
 
 WORK_BASE = 250_000
@@ -92,11 +92,9 @@ def _class_pattern(ranges: Ranges, most: int | None):
 
 def _class_of(node: Node) -> Ranges | None:
     """The code points `node` matches if it matches exactly one of a set of them, else None."""
-    if isinstance(node, Chars):
-        return normal(node.ranges)
-    if isinstance(node, Lit) and len(node.text) == 1:
-        cp = ord(node.text)
-        return ((cp, cp),)
+    one = one_char_ranges(node)
+    if one is not None:
+        return normal(one)
     if isinstance(node, Alt):
         out: Ranges = ()
         for item in node.items:

@@ -39,6 +39,7 @@ from ._ir import (
     chars,
     lit,
     negate,
+    one_char_ranges,
     opt,
     repeat,
     seq,
@@ -97,10 +98,9 @@ def _searched(body: Node, free_start: bool, after: Node) -> Node:
     if free_start and items and isinstance(items[0], Repeat):
         items[0] = repeat(items[0].item, items[0].min, items[0].min)
     core = seq(*items)
-    if free_start and free_end and isinstance(core, Chars):
-        return seq(star(negate(core.ranges)), core, after)
-    if free_start and free_end and isinstance(core, Lit) and len(core.text) == 1:
-        return seq(star(negate([(ord(core.text), ord(core.text))])), core, after)
+    ranges = one_char_ranges(core)
+    if free_start and free_end and ranges is not None:
+        return seq(star(negate(ranges)), core, after)
     return seq(star(ANY_CHAR) if free_start else EMPTY, core, after)
 
 

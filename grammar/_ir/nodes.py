@@ -130,6 +130,16 @@ def negate(ranges: Iterable[tuple[int, int]]) -> Node:
 ANY_CHAR = Chars(encodable([(0, MAX_CODE_POINT)]))
 
 
+def one_char_ranges(node: Node) -> tuple[tuple[int, int], ...] | None:
+    """The code points of a node that matches exactly one character (a class, or a literal
+    of one), else None."""
+    if isinstance(node, Chars):
+        return node.ranges
+    if isinstance(node, Lit) and len(node.text) == 1:
+        return ((ord(node.text), ord(node.text)),)
+    return None
+
+
 def seq(*items: Node) -> Node:
     flat: list[Node] = []
     for item in items:

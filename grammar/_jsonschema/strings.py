@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Callable, Iterable
 
 from .._errors import CompileError
-from .._ir import ANY_CHAR, EMPTY, NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, char_set, chars, lit, repeat, seq
+from .._ir import ANY_CHAR, EMPTY, NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, char_set, chars, lit, one_char_ranges, repeat, seq
 from .._ir.ranges import complement, encodable, intersection
 
 # Code points JSON text cannot hold as themselves.
@@ -133,10 +133,9 @@ def excluding(names: Iterable[str], allowed: Node = ANY_CHAR) -> Node:
 
 
 def _class_ranges(node: Node) -> tuple[tuple[int, int], ...]:
-    if isinstance(node, Chars):
-        return node.ranges
-    if isinstance(node, Lit) and len(node.text) == 1:
-        return ((ord(node.text), ord(node.text)),)
+    ranges = one_char_ranges(node)
+    if ranges is not None:
+        return ranges
     if node == NOTHING:
         return ()
     raise TypeError("excluding() needs a single character class")
