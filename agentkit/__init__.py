@@ -18,7 +18,7 @@ field in `tool.constraints`.
 from importlib.metadata import PackageNotFoundError as _NotInstalled
 from importlib.metadata import version as _distribution_version
 
-from ._agent import Agent, ToolPrompt
+from ._agent import JSON_LIST_NOTE, Agent, ToolPrompt
 from ._approvals import Approval, ApprovalPredicate, PendingCall
 from ._confidence import Extraction, FieldConfidence
 from ._constraints import Constraints, FieldConstraints
@@ -89,6 +89,7 @@ __all__ = [
     "FinalResult",
     "IncompleteOutput",
     "InvalidArgument",
+    "JSON_LIST_NOTE",
     "Message",
     "ModelRequestFailed",
     "ModelRetry",

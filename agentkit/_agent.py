@@ -169,6 +169,8 @@ class Agent(Generic[OutputT]):
     write one call where several are asked for. "python" lists the tools in the system message
     and asks for `[get_weather(city="Paris")]` for one call, `[get_weather(city="Paris"),
     add(a=1, b=2)]` for several, held to that list (`grammar.tool_calls(..., envelope="python")`).
+    `tool_note` replaces the json_list note (`JSON_LIST_NOTE`) with your own wording; the turn
+    grammar is the same.
     """
 
     # A class as `output_type` gives `Agent[that class]`; none gives `Agent[str]` (text answers);
@@ -190,6 +192,7 @@ class Agent(Generic[OutputT]):
         max_calls_per_turn: int = 8,
         tool_choice: str = "auto",
         tool_prompt: ToolPrompt = "json_list",
+        tool_note: str | None = None,
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
@@ -219,6 +222,7 @@ class Agent(Generic[OutputT]):
         max_calls_per_turn: int = 8,
         tool_choice: str = "auto",
         tool_prompt: ToolPrompt = "json_list",
+        tool_note: str | None = None,
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
@@ -247,6 +251,7 @@ class Agent(Generic[OutputT]):
         max_calls_per_turn: int = 8,
         tool_choice: str = "auto",
         tool_prompt: ToolPrompt = "json_list",
+        tool_note: str | None = None,
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
@@ -293,6 +298,12 @@ class Agent(Generic[OutputT]):
         if tool_prompt not in TOOL_PROMPTS:
             raise InvalidArgument("tool_prompt", f"must be one of {', '.join(map(repr, TOOL_PROMPTS))}, got {tool_prompt!r}")
         self.tool_prompt = tool_prompt
+        check_text("tool_note", tool_note)
+        if tool_note is not None and not tool_note.strip():
+            raise InvalidArgument("tool_note", "is empty: for no note, use tool_prompt='template'")
+        if tool_note is not None and tool_prompt != "json_list":
+            raise InvalidArgument("tool_note", f"is the note of tool_prompt='json_list'; tool_prompt={tool_prompt!r} adds none")
+        self.tool_note = JSON_LIST_NOTE if tool_note is None else tool_note
         if repeat_calls not in REPEAT_CALLS:
             raise InvalidArgument("repeat_calls", f"must be one of {', '.join(map(repr, REPEAT_CALLS))}, got {repeat_calls!r}")
         self.repeat_calls = repeat_calls
@@ -648,7 +659,7 @@ class Agent(Generic[OutputT]):
         none of it into a run with another `tool_prompt`), except for a model whose template
         teaches a Python list of calls, which holds several calls already."""
         listed = self.tool_prompt == "json_list" and runtime.tool_call_envelope != "python"
-        return for_model(state.messages, JSON_LIST_NOTE if listed and state.settings.tools else None)
+        return for_model(state.messages, self.tool_note if listed and state.settings.tools else None)
 
     async def _request(self, state: RunState, runtime: Runtime, options: dict[str, Any],
                        stream: bool) -> AsyncIterator[Event | Generation]:

@@ -479,20 +479,20 @@ def agent_variant(tool_prompt: ToolPrompt) -> Variant:
 
 
 def turn_agent(item: Item, runtime: Any, max_tokens: int, tool_prompt: ToolPrompt = AGENT_TOOL_PROMPT,
-               model_settings: ModelSettings | None = None) -> Agent[str]:
-    """`Agent(tools)` as a user builds it (its defaults, this `tool_prompt`) for one turn on the
-    item, every call waiting for approval: the turn's calls are read as the agent reads them
-    and none runs."""
+               model_settings: ModelSettings | None = None, tool_note: str | None = None) -> Agent[str]:
+    """`Agent(tools)` as a user builds it (its defaults, this `tool_prompt` and `tool_note`) for
+    one turn on the item, every call waiting for approval: the turn's calls are read as the
+    agent reads them and none runs."""
     return Agent(list(item.tools.values()), runtime, max_steps=1, max_tokens=max_tokens, tool_prompt=tool_prompt,
-                 requires_approval=lambda call: True, model_settings=model_settings)
+                 tool_note=tool_note, requires_approval=lambda call: True, model_settings=model_settings)
 
 
 async def agent_turn(item: Item, runtime: Any, category: str, max_tokens: int, tool_prompt: ToolPrompt,
-                     *, free: bool = False) -> Outcome:
+                     *, free: bool = False, tool_note: str | None = None) -> Outcome:
     """One turn of `turn_agent` on the item's question, or of the same agent decoding freely; a
     run that fails (invalid arguments, a runtime error) counts as invalid, its error kept."""
     used = FreeDecoding(runtime, list(item.tools.values()), tool_prompt) if free else runtime
-    agent = turn_agent(item, used, max_tokens, tool_prompt)
+    agent = turn_agent(item, used, max_tokens, tool_prompt, tool_note=tool_note)
     text, calls, error, usage = "", [], None, None
     try:
         result = await agent.run(item.messages)
@@ -515,7 +515,8 @@ async def agent_turn(item: Item, runtime: Any, category: str, max_tokens: int, t
 async def evaluate(categories: list[str], limit: int | None, max_tokens: int, runtime: Any, verbose: bool,
                    concurrency: int = 8, variants: list[Variant] | None = None,
                    prompt: str = "template", think: int | None = None,
-                   tool_prompt: ToolPrompt = AGENT_TOOL_PROMPT, start: int = 0) -> list[CategoryScore]:
+                   tool_prompt: ToolPrompt = AGENT_TOOL_PROMPT, start: int = 0,
+                   tool_note: str | None = None) -> list[CategoryScore]:
     """Every item of `categories`: its free run and, per variant, a constrained one (with
     `prompt="agent"`, the agent's turn alone, labelled by `agent_variant`)."""
     root = corpus_bfcl()
@@ -526,8 +527,8 @@ async def evaluate(categories: list[str], limit: int | None, max_tokens: int, ru
     async def guarded(item: Item, category: str) -> tuple[Outcome, list[Outcome]]:
         async with gate:
             if prompt == "agent":
-                free = await agent_turn(item, runtime, category, max_tokens, tool_prompt, free=True)
-                return free, [await agent_turn(item, runtime, category, max_tokens, tool_prompt)]
+                free = await agent_turn(item, runtime, category, max_tokens, tool_prompt, free=True, tool_note=tool_note)
+                return free, [await agent_turn(item, runtime, category, max_tokens, tool_prompt, tool_note=tool_note)]
             return await run_variants(item, runtime, category, max_tokens, chosen, prompt, think)
 
     for category in categories:
@@ -601,6 +602,9 @@ def main(argv: list[str] | None = None) -> int:
                         "of calls (use with --variant python)")
     parser.add_argument("--tool-prompt", choices=get_args(ToolPrompt), default=AGENT_TOOL_PROMPT,
                         help="with --prompt agent: the agent's tool_prompt (default: the agent's default)")
+    parser.add_argument("--tool-note", type=Path, metavar="FILE",
+                        help="with --tool-prompt json_list: the agent's tool_note, read from FILE (default: "
+                        "agentkit.JSON_LIST_NOTE), for trying a wording of the note on equal terms")
     parser.add_argument("--think", type=int, metavar="TOKENS",
                         help="ask both runs to reason in <think></think> first; each constrained run opens "
                         "with a reasoning span of at most TOKENS tokens (grammar.after_reasoning)")
@@ -608,15 +612,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.prompt == "agent" and (args.variant or args.think is not None):
         parser.error("--variant and --think are for --prompt template or python; the agent's turn is its own")
+    if args.tool_note is not None and (args.prompt != "agent" or args.tool_prompt != "json_list"):
+        parser.error("--tool-note is the note of --prompt agent with --tool-prompt json_list")
+    note = args.tool_note.read_text(encoding="utf-8").strip() if args.tool_note is not None else None
     if corpus_missing():
         return 2
     runtime = models.runtime(args.model)
     mode = f"agent, tool_prompt={args.tool_prompt}" if args.prompt == "agent" else args.prompt
+    if note is not None:
+        mode += f", tool_note from {args.tool_note}"
     print(f"model: {runtime.name}  envelope: {runtime.tool_call_envelope}  prompt: {mode}  "
           f"max_tokens: {args.max_tokens}" + (f"  think: {args.think} tokens" if args.think is not None else ""))
     variants = [agent_variant(args.tool_prompt)] if args.prompt == "agent" else args.variant or [Variant()]
     scores = asyncio.run(evaluate(args.categories, args.limit, args.max_tokens, runtime, args.verbose,
-                                  args.concurrency, variants, args.prompt, args.think, args.tool_prompt, args.start))
+                                  args.concurrency, variants, args.prompt, args.think, args.tool_prompt, args.start,
+                                  note))
     for k, variant in enumerate(variants):
         print(f"constrained: {variant.label()}")
         print(report(scores, k))

@@ -136,6 +136,26 @@ async def test_the_default_tool_prompt_asks_for_a_list_of_calls_and_takes_one() 
     assert [m["role"] for m in pythonic.calls[0].messages] == ["user"]
 
 
+async def test_a_tool_note_of_ones_own_replaces_the_list_note() -> None:
+    """`tool_note=`: the json_list note in the user's words, sent as the default one is; it
+    needs the json_list mode and some text."""
+    from agentkit import JSON_LIST_NOTE
+
+    note = "Answer with every call the request needs, in one JSON list."
+    listed = "[" + call("get_weather", '{"city":"Rome"}') + "]"
+    rt = ScriptedRuntime([listed, "Sunny."])
+    result = await Agent([get_weather], rt, tool_note=note).run("Rome?")
+    assert [r.arguments.city for r in result.tool_calls] == ["Rome"]
+    assert rt.calls[0].messages[0] == {"role": "system", "content": note}
+    assert all(JSON_LIST_NOTE not in str(m.get("content")) for c in rt.calls for m in c.messages)
+    with pytest.raises(ValueError, match="tool_note.*template"):
+        Agent([get_weather], rt, tool_note=" ")
+    with pytest.raises(ValueError, match="tool_note.*python"):
+        Agent([get_weather], rt, tool_prompt="python", tool_note=note)
+    with pytest.raises(ValueError, match="tool_note"):
+        Agent([get_weather], rt, tool_note=3)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("opening, closing", [("<tool_call>\n", "\n</tool_call>"), ("```json\n", "\n```")])
 async def test_text_before_a_call_is_a_preamble_and_the_call_runs(opening: str, closing: str) -> None:
     """Tool models often say what they will do first; the call after it is a call, not part

@@ -258,3 +258,26 @@ async def test_the_default_run_is_one_turn_of_the_default_agent(corpus: Path) ->
     prose = "I can't tell without more details."
     [answered] = [await agent_turn(item, ScriptedRuntime([prose]), "parallel", 256, "json_list")]
     assert (answered.valid, answered.correct, answered.calls) == (False, False, [])
+
+
+async def test_a_tool_note_is_sent_by_both_runs(corpus: Path) -> None:
+    """`--tool-note FILE`: the wording tried goes to the free run and the held run alike, in
+    place of the default note."""
+    from bench.bfcl import agent_turn
+    from runtimes.testing import ScriptedRuntime
+
+    [item], _ = load("simple_python", corpus / "bfcl", 1)
+    note = "Write the calls as one JSON list."
+    runtime = ScriptedRuntime(["No.", "No."])
+    await agent_turn(item, runtime, "simple_python", 64, "json_list", free=True, tool_note=note)
+    await agent_turn(item, runtime, "simple_python", 64, "json_list", tool_note=note)
+    assert [c.messages[0] for c in runtime.calls] == [{"role": "system", "content": note}] * 2
+
+
+def test_a_tool_note_needs_the_list_mode(tmp_path: Path) -> None:
+    from bench.bfcl import main
+
+    note = tmp_path / "note.txt"
+    note.write_text("Write the calls as one JSON list.")
+    with pytest.raises(SystemExit):
+        main(["--tool-prompt", "python", "--tool-note", str(note)])
