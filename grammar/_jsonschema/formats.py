@@ -127,9 +127,15 @@ IPV6 = alt(
     seq(_upto_h16(7), lit("::")),
 )
 
-_LABEL = seq(ALNUM, opt(seq(repeat(chars([(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A), (0x2D, 0x2D)]), 0, 38), ALNUM)))
+_LABEL_CHAR = chars([(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A), (0x2D, 0x2D)])
+_LABEL = seq(ALNUM, opt(seq(repeat(_LABEL_CHAR, 0, 38), ALNUM)))
 # At most six labels of at most 40 characters: never past the 253-character limit.
 HOSTNAME = seq(_LABEL, repeat(seq(lit("."), _LABEL), 0, 5), opt(lit(".")))
+# Under a maxLength of at most 63 every label is within the label limit and the name within the
+# name's: the checker's own language needs no count of labels or of their characters.
+LABEL_LIMIT = 63
+_SHORT_LABEL = seq(ALNUM, opt(seq(star(_LABEL_CHAR), ALNUM)))
+SHORT_HOSTNAME = seq(_SHORT_LABEL, star(seq(lit("."), _SHORT_LABEL)), opt(lit(".")))
 _IDN_LABEL = repeat(LOWER_ALNUM, 1, 40)
 IDN_HOSTNAME = seq(_IDN_LABEL, repeat(seq(lit("."), _IDN_LABEL), 0, 5))
 
@@ -213,12 +219,15 @@ def is_checked(name: str, root_dialect: str) -> bool:
 
 
 @lru_cache(maxsize=None)
-def format_language(name: str) -> Node:
-    """Decoded strings the grammar allows for a checked format `name`."""
+def format_language(name: str, max_len: int | None = None) -> Node:
+    """Decoded strings the grammar allows for a checked format `name`, for strings of at most
+    `max_len` characters (the whole format where no bound narrows it)."""
+    if name == "hostname" and max_len is not None and max_len <= LABEL_LIMIT:
+        return SHORT_HOSTNAME
     return _LANGUAGES[name]
 
 
 @lru_cache(maxsize=None)
-def format_automaton(name: str) -> DFA:
-    """The automaton of `format_language(name)`, built once per process."""
-    return from_node(_LANGUAGES[name])
+def format_automaton(name: str, max_len: int | None = None) -> DFA:
+    """The automaton of `format_language(name, max_len)`, built once per process."""
+    return from_node(format_language(name, max_len))

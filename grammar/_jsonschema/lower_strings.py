@@ -72,7 +72,7 @@ class StringLoweringMixin:
             if f.patterns:
                 node = self.regex(*f.patterns[0])
             else:
-                node = format_language(f.formats[0][0])
+                node = format_language(f.formats[0][0], f.max_len)
             if node is None:
                 return repeat(ANY_CHAR, f.min_len, f.max_len)
             lo, hi = _node_lengths(node)
@@ -81,7 +81,7 @@ class StringLoweringMixin:
             if (hi is not None and hi < f.min_len) or (f.max_len is not None and lo > f.max_len):
                 return NOTHING
             bound = max(f.min_len, f.max_len or 0)
-            if bound > SMALL_LENGTH or (f.formats and format_automaton(f.formats[0][0]).size * (bound + 1) > EXACT_LENGTH_STATES):
+            if bound > SMALL_LENGTH or (f.formats and format_automaton(f.formats[0][0], f.max_len).size * (bound + 1) > EXACT_LENGTH_STATES):
                 # A long bound, or a large format: the length spread over the language's parts
                 # instead of multiplying automata. Inside language-and-length (sound), if smaller.
                 fitted = within(node, f.min_len, f.max_len)
@@ -100,7 +100,7 @@ class StringLoweringMixin:
             if node is not None:
                 dfa = lang.intersect(dfa, lang.from_node(node))
         for name, _ in f.formats:
-            dfa = lang.intersect(dfa, format_automaton(name))
+            dfa = lang.intersect(dfa, format_automaton(name, f.max_len))
         for pattern, pointer in f.not_patterns:
             node = self.regex(pattern, pointer)
             if node is None:

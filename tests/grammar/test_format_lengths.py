@@ -152,9 +152,24 @@ def test_an_http_url_bound_keeps_everyday_urls():
     assert not g.accepts(json.dumps("no scheme"))
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet="aZ9-.", max_size=70),
+    bound=st.integers(1, 63),
+)
+def test_a_hostname_within_a_label_is_held_exactly(text, bound):
+    """Up to `maxLength` 63 a hostname's labels and its length need no bound of their own: the
+    grammar takes exactly the names the validator takes within the bound (any number of
+    labels, each as long as the bound allows)."""
+    g = _grammar("hostname", "maxLength", bound)
+    assert g is not None
+    assert g.accepts(json.dumps(text)) == _valid(_schema("hostname", "maxLength", bound), text), (text, bound)
+
+
 def test_a_hostname_bound_keeps_a_three_label_name():
     g = grammar.from_json_schema({"type": "string", "format": "hostname", "maxLength": 60})
     assert g.accepts('"www.example.com"')
+    assert g.accepts('"p.Ala100Gly"') and g.accepts(json.dumps("a." * 29 + "bc"))
     assert not g.accepts(json.dumps("a" * 30 + "." + "b" * 30))
 
 
