@@ -211,6 +211,8 @@ _LANGUAGES: dict[str, Node] = {
     "uri-template": URI_TEMPLATE,
     "regex": REGEX,
 }
+_SHORT_HOSTNAME = "hostname within a label's length"
+_LANGUAGES[_SHORT_HOSTNAME] = SHORT_HOSTNAME
 
 
 def is_checked(name: str, root_dialect: str) -> bool:
@@ -218,16 +220,23 @@ def is_checked(name: str, root_dialect: str) -> bool:
     return name in CHECKED[root_dialect]
 
 
-@lru_cache(maxsize=None)
 def format_language(name: str, max_len: int | None = None) -> Node:
     """Decoded strings the grammar allows for a checked format `name`, for strings of at most
     `max_len` characters (the whole format where no bound narrows it)."""
+    return _LANGUAGES[_variant(name, max_len)]
+
+
+def format_automaton(name: str, max_len: int | None = None) -> DFA:
+    """The automaton of `format_language(name, max_len)`, built once per process."""
+    return _automaton(_variant(name, max_len))
+
+
+def _variant(name: str, max_len: int | None) -> str:
     if name == "hostname" and max_len is not None and max_len <= LABEL_LIMIT:
-        return SHORT_HOSTNAME
-    return _LANGUAGES[name]
+        return _SHORT_HOSTNAME
+    return name
 
 
 @lru_cache(maxsize=None)
-def format_automaton(name: str, max_len: int | None = None) -> DFA:
-    """The automaton of `format_language(name, max_len)`, built once per process."""
-    return from_node(format_language(name, max_len))
+def _automaton(variant: str) -> DFA:
+    return from_node(_LANGUAGES[variant])
