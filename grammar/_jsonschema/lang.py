@@ -13,6 +13,7 @@ from typing import Callable
 
 from .._errors import LimitError
 from .._ir import ANY_CHAR, EMPTY, NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, chars, lit, ref, seq, star
+from .._ir.nodes import RULE_HEIGHT
 
 MAX_NFA_STATES = 20_000
 MAX_DFA_STATES = 10_000
@@ -335,6 +336,12 @@ def _minimize(d: DFA) -> DFA:
 # --- DFA -> IR -------------------------------------------------------------------------------
 
 
+# States inlined one inside another, at most: each nests its body about three node levels deeper
+# (an alternation of sequences, a loop before it), so a rule body stays within the height the IR
+# keeps bodies to, and `shallow` has nothing to cut up again.
+_INLINED_STATES = RULE_HEIGHT // 3
+
+
 def to_node(d: DFA, rule: Callable[[str, Node], Node], tag: str) -> Node:
     """The DFA's language as IR: states become right-linear rules, except those with a single
     way in and no cycle through them, which are inlined (up to a depth)."""
@@ -350,7 +357,7 @@ def to_node(d: DFA, rule: Callable[[str, Node], Node], tag: str) -> Node:
     built: set[int] = set()
 
     def target(t: int, depth: int) -> Node:
-        if t in shared or depth > 48:
+        if t in shared or depth >= _INLINED_STATES:
             shared.add(t)
             if t not in built:
                 built.add(t)
