@@ -64,3 +64,34 @@ def _document(schema: dict, tests: list[dict]) -> bytes | None:
         if g.accepts(text):
             return text.encode()
     return None
+
+
+_VALUES = ("enum", "const", "default", "examples")  # keys whose values are data, not schemas
+
+
+def closed(schema: object) -> object:
+    """`schema` with every object that declares properties and says nothing of other keys closed
+    (`additionalProperties: false`): as agentkit closes a tool's or an output's schema, and as
+    XGrammar's strict mode reads every schema, so both engines hold the same language."""
+    if isinstance(schema, list):
+        return [closed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: v if k in _VALUES else closed(v) for k, v in schema.items()}
+    if "properties" in out and not {"additionalProperties", "patternProperties", "unevaluatedProperties"} & out.keys():
+        out["additionalProperties"] = False
+    return out
+
+
+def closed_dev_schemas(limit: int = 50) -> dict[str, tuple[dict, bytes]]:
+    """`dev_schemas(limit)` with their objects closed, where the document stays valid and held."""
+    out = {}
+    for ident, (schema, document) in dev_schemas(limit).items():
+        shut = closed(schema)
+        try:
+            g = grammar.from_json_schema(shut)
+        except grammar.GrammarError:
+            continue  # (closing left a required key nowhere to go: no document)
+        if oracle_valid(oracle(shut), json.loads(document)) is True and g.accepts(document.decode()):
+            out[f"{ident} (closed)"] = (shut, document)
+    return out

@@ -5,11 +5,14 @@ tokens), totalled: what a request with a schema not seen before pays. Warm: the 
 later document on the same compiled grammar, totalled, and per mask (p50, mean, p99).
 
     python -m bench.masker [--vocab smollm2,gemma3,qwen25] [--passes 10] [--schema NAME ...]
-                           [--engine NAME ...] [--profile] [--dev N]
+                           [--engine NAME ...] [--profile] [--dev N [--closed]]
 
 `--dev N` adds N schemas nobody here tuned on (`bench._dev_schemas`: JSONSchemaBench DEV
 schemas with bounded strings, patterns or formats, each with a document from its own test data);
-their ratios are summarised apart from the named schemas'.
+their ratios are summarised apart from the named schemas'. Most of them leave objects open (any
+other key beside the declared ones), which our grammar holds as written and XGrammar's strict
+mode closes; `--closed` closes them for every engine (where the document stays valid), the
+language both then hold, and the one agentkit's tools and `extract` compile.
 
 `--profile` adds, per schema, where our last cold run's time went: schema to IR, the compiled
 grammar's build (rule analysis, automaton), the first document's new masks by the way each was
@@ -338,7 +341,7 @@ def _profile_line(engine: Engine, compiled, cold_s: float) -> str:
 
 
 def run(vocab_names: list[str], schema_names: list[str], passes: int,
-        engine_names: list[str] | None = None, profile: bool = False, dev: int = 0) -> None:
+        engine_names: list[str] | None = None, profile: bool = False, dev: int = 0, closed: bool = False) -> None:
     from bench import vocabularies
 
     loaders = {"smollm2": vocabularies.smollm2, "gemma3": vocabularies.gemma3, "qwen25": vocabularies.qwen25}
@@ -351,9 +354,9 @@ def run(vocab_names: list[str], schema_names: list[str], passes: int,
     rng = np.random.default_rng(0)
     schemas = {name: SCHEMAS[name] for name in schema_names}
     if dev:
-        from bench._dev_schemas import dev_schemas
+        from bench._dev_schemas import closed_dev_schemas, dev_schemas
 
-        schemas.update(dev_schemas(dev))
+        schemas.update(closed_dev_schemas(dev) if closed else dev_schemas(dev))
     summary: list[tuple[str, str, dict]] = []
     for vname in vocab_names:
         vocab = loaders[vname]()
@@ -473,8 +476,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", action="append", choices=ENGINE_NAMES, help="repeatable; default all")
     parser.add_argument("--profile", action="store_true", help="where our cold path's time goes, per schema")
     parser.add_argument("--dev", type=int, default=0, metavar="N", help="add N untuned JSONSchemaBench DEV schemas")
+    parser.add_argument("--closed", action="store_true",
+                        help="with --dev: their objects closed, as XGrammar's strict mode and agentkit's tools read them")
     args = parser.parse_args(argv)
-    run(args.vocab.split(","), args.schema or list(SCHEMAS), args.passes, args.engine, args.profile, args.dev)
+    if args.closed and not args.dev:
+        parser.error("--closed closes the --dev schemas")
+    run(args.vocab.split(","), args.schema or list(SCHEMAS), args.passes, args.engine, args.profile, args.dev,
+        args.closed)
     return 0
 
 

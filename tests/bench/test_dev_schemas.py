@@ -28,3 +28,33 @@ def test_fifty_schemas_each_with_a_valid_document_the_grammar_holds() -> None:
         assert cls(schema).is_valid(json.loads(document)), ident
         assert grammar.from_json_schema(schema).accepts(document.decode()), ident
     assert dev_schemas(50) == chosen  # the same run every time
+
+
+def test_closing_shuts_every_object_that_declares_its_keys_and_keeps_data_alone() -> None:
+    from bench._dev_schemas import closed
+
+    schema = {"type": "object", "properties": {"a": {"properties": {"b": {}}}, "c": {"additionalProperties": True,
+              "properties": {}}}, "const": {"properties": {"x": 1}}, "items": [{"properties": {}}]}
+    shut = closed(schema)
+    assert shut["additionalProperties"] is False
+    assert shut["properties"]["a"]["additionalProperties"] is False
+    assert shut["properties"]["c"]["additionalProperties"] is True  # it said so
+    assert shut["const"] == {"properties": {"x": 1}}  # a value, not a schema
+    assert shut["items"][0]["additionalProperties"] is False
+    assert "additionalProperties" not in schema  # a copy
+
+
+def test_closed_dev_schemas_hold_their_documents() -> None:
+    if corpus_dir() is None:
+        pytest.skip("../shared/corpus is not beside the clone")
+    from bench._dev_schemas import closed_dev_schemas
+
+    shut = closed_dev_schemas(50)
+    assert 25 <= len(shut) <= 50
+    for ident, (schema, document) in shut.items():
+        assert ident.endswith(" (closed)")
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        assert cls(schema).is_valid(json.loads(document)), ident
+        assert grammar.from_json_schema(schema).accepts(document.decode()), ident
+        if schema.get("additionalProperties") is False and document.startswith(b"{") and len(document) > 2:
+            assert not grammar.from_json_schema(schema).accepts(document.decode()[:-1] + ',"zz-extra":1}'), ident
