@@ -92,8 +92,21 @@ def normalise(schema: dict[str, Any], *, close_objects: bool) -> dict[str, Any]:
     schema.pop("$defs", None)
     if kept:
         schema["$defs"] = kept
-    _strip(schema, close_objects)
+    _strip_titles(schema)
+    if close_objects:
+        close_open_objects(schema)
     return schema
+
+
+def close_open_objects(node: Any) -> None:
+    """Close, in place, every object of `node` that declares properties and says nothing of other
+    keys (`additionalProperties: false`), as tool arguments must be."""
+    if not isinstance(node, dict):
+        return
+    if "properties" in node and not {"additionalProperties", "patternProperties", "unevaluatedProperties"} & node.keys():
+        node["additionalProperties"] = False
+    for _, sub in subschemas(node):
+        close_open_objects(sub)
 
 
 def _refs(node: Any) -> set[str]:
@@ -144,15 +157,9 @@ def _inline(node: Any, defs: dict[str, Any], keep: set[str]) -> Any:
     return out
 
 
-def _strip(node: Any, close_objects: bool) -> None:
+def _strip_titles(node: Any) -> None:
     if not isinstance(node, dict):
         return
     node.pop("title", None)
-    if (
-        close_objects
-        and "properties" in node
-        and not {"additionalProperties", "patternProperties", "unevaluatedProperties"} & node.keys()
-    ):
-        node["additionalProperties"] = False
     for _, sub in subschemas(node):
-        _strip(sub, close_objects)
+        _strip_titles(sub)

@@ -5,9 +5,11 @@ grammar's key order. Taken in id order, so a run is repeatable."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import grammar
+from agentkit._schema import close_open_objects
 from bench.coverage import canonical, corpus_dir, jsonl, oracle, oracle_valid
 
 SUBSETS = ("Github_easy", "Github_medium", "Github_hard", "Github_trivial", "Github_ultra", "JsonSchemaStore",
@@ -66,21 +68,13 @@ def _document(schema: dict, tests: list[dict]) -> bytes | None:
     return None
 
 
-_VALUES = ("enum", "const", "default", "examples")  # keys whose values are data, not schemas
-
-
-def closed(schema: object) -> object:
-    """`schema` with every object that declares properties and says nothing of other keys closed
-    (`additionalProperties: false`): as agentkit closes a tool's or an output's schema, and as
+def closed(schema: dict) -> dict:
+    """A copy of `schema` with every object that declares properties and says nothing of other
+    keys closed, as agentkit closes a tool's or an output's schema (`close_open_objects`) and as
     XGrammar's strict mode reads every schema, so both engines hold the same language."""
-    if isinstance(schema, list):
-        return [closed(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: v if k in _VALUES else closed(v) for k, v in schema.items()}
-    if "properties" in out and not {"additionalProperties", "patternProperties", "unevaluatedProperties"} & out.keys():
-        out["additionalProperties"] = False
-    return out
+    shut = copy.deepcopy(schema)
+    close_open_objects(shut)
+    return shut
 
 
 def closed_dev_schemas(limit: int = 50) -> dict[str, tuple[dict, bytes]]:

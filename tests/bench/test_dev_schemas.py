@@ -42,6 +42,8 @@ def test_closing_shuts_every_object_that_declares_its_keys_and_keeps_data_alone(
     assert shut["const"] == {"properties": {"x": 1}}  # a value, not a schema
     assert shut["items"][0]["additionalProperties"] is False
     assert "additionalProperties" not in schema  # a copy
+    named = closed({"properties": {"properties": {"type": "string"}}})
+    assert named == {"properties": {"properties": {"type": "string"}}, "additionalProperties": False}  # a key, not a schema
 
 
 def test_closed_dev_schemas_hold_their_documents() -> None:
