@@ -10,7 +10,7 @@ import json
 
 import grammar
 from agentkit._schema import close_open_objects
-from bench.coverage import canonical, corpus_dir, jsonl, oracle, oracle_valid
+from bench.coverage import canonical, corpus_dir, dev_ids, jsonl, oracle, oracle_valid
 
 SUBSETS = ("Github_easy", "Github_medium", "Github_hard", "Github_trivial", "Github_ultra", "JsonSchemaStore",
            "Glaiveai2K", "Kubernetes")
@@ -28,7 +28,7 @@ def dev_schemas(limit: int = 50) -> dict[str, tuple[dict, bytes]]:
     if corpus is None:
         return {}
     bench = corpus / "jsonschemabench"
-    dev = set((bench / "DEV.txt").read_text().split())
+    dev = dev_ids(corpus)
     per_subset = [_candidates(bench / f"{subset}.jsonl.gz", dev, limit) for subset in SUBSETS]
     found: dict[str, tuple[dict, bytes]] = {}
     for turn in range(limit):

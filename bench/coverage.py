@@ -317,6 +317,11 @@ class Peer:
             return False
 
 
+def dev_ids(corpus: Path) -> set[str]:
+    """The JSONSchemaBench ids a change may be tried on (DEV.txt)."""
+    return set((corpus / "jsonschemabench" / "DEV.txt").read_text().split())
+
+
 def jsonl(path: Path):
     with gzip.open(path, "rt", encoding="utf-8") as f:
         for line in f:
@@ -383,7 +388,7 @@ def main(argv=None) -> int:
     sys.setrecursionlimit(20000)
     peer = None if args.no_peer else Peer()
     bench = corpus / "jsonschemabench"
-    dev = set((bench / "DEV.txt").read_text().split())
+    dev = dev_ids(corpus)
     print(f"{'subset (DEV)':24s} {'n':>5s} {'ours':>6s} {'llg':>6s}  {'inv.acc/inv':>11s} {'completeness':>12s}")
     total = Tally()
     unsound: list = []

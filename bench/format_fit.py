@@ -23,7 +23,7 @@ from typing import Iterator
 
 from jsonschema import Draft202012Validator
 
-from bench.coverage import corpus_dir, jsonl
+from bench.coverage import corpus_dir, dev_ids, jsonl
 from grammar import from_json_schema
 
 FORMATS = ("uri", "hostname", "email")
@@ -68,7 +68,7 @@ def _strings(value: object) -> Iterator[str]:
 def format_values(corpus: Path, split: str = "all", formats: tuple[str, ...] = FORMATS) -> dict[str, list[str]]:
     """The distinct strings of the corpus's test documents that have each format, sorted."""
     bench = corpus / "jsonschemabench"
-    dev = set((bench / "DEV.txt").read_text().split())
+    dev = dev_ids(corpus)
     found: dict[str, set[str]] = {name: set() for name in formats}
     for path in sorted(bench.glob("*.jsonl.gz")):
         for entry in jsonl(path):
