@@ -99,13 +99,20 @@ def _compiler_for(schema, lenient: bool, whitespace: int | None) -> _Compiler:
 
 def _check_integers(schema) -> None:
     """Refuse a schema holding an integer too long to print (a bound or a value), naming where
-    it stands. A loop, not a recursion, over the whole document: schemas nest deep."""
+    it stands. A loop, not a recursion, over the whole document: schemas nest deep. Each
+    container is read once, at the first place found: a document built in Python may hold one
+    object in many places (the same subschema as each of 2,500 properties, nested), which a
+    walk of every place would read exponentially often."""
     largest = 10**MAX_INTEGER_DIGITS
     steps: list[tuple[int, str | int]] = [(-1, "")]  # (parent step, key): each container's place
     todo: list[tuple[object, int]] = [(schema, 0)]
+    seen: set[int] = set()
     while todo:
         value, at = todo.pop()
         if isinstance(value, (dict, list)):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
             for k, v in value.items() if isinstance(value, dict) else enumerate(value):
                 if isinstance(v, (dict, list, int)):
                     steps.append((at, k))

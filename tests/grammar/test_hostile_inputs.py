@@ -265,6 +265,17 @@ def test_an_integer_past_pythons_digit_limit_is_a_limit_error_at_its_place(schem
     assert (info.value.keyword, info.value.pointer) == (keyword, pointer)
 
 
+def test_one_subschema_in_many_places_is_read_once_for_its_integers():
+    """A document built in Python may hold one object as each of thousands of properties,
+    nested: 2,500 to the fourth power places, read once each would never end."""
+    item: dict = {"type": "integer", "minimum": 10**5000}
+    for _ in range(4):
+        item = {"type": "object", "properties": {f"p{i}": item for i in range(2500)}}
+    with pytest.raises(LimitError, match="more than 4000 digits") as caught:
+        grammar.from_json_schema(item)
+    assert caught.value.keyword == "minimum"
+
+
 def test_a_bound_past_the_digits_counted_names_its_place():
     with pytest.raises(LimitError, match="400 digits") as info:
         grammar.from_json_schema({"properties": {"n": {"type": "integer", "minimum": 10**500}}})
