@@ -244,6 +244,24 @@ SCHEMAS: dict[str, tuple[object, object]] = {
             "due": "2024-12-01",
         },
     ),
+    # pydantic's `HttpUrl` (a URI of at most 2,083 characters) and a hostname under a bound.
+    "bookmark": (
+        _closed(
+            {
+                "title": {"type": "string", "minLength": 1, "maxLength": 120},
+                "url": {"type": "string", "format": "uri", "minLength": 1, "maxLength": 2083},
+                "host": {"type": "string", "format": "hostname", "maxLength": 255},
+                "tags": {"type": "array", "items": {"type": "string", "maxLength": 30}, "maxItems": 8},
+            },
+            ["title", "url", "tags"],
+        ),
+        {
+            "title": "Counting characters beside a format's automaton",
+            "url": "https://docs.example.org/guides/structured-output?lang=en&v=2#length-bounds",
+            "host": "docs.example.org",
+            "tags": ["grammar", "urls"],
+        },
+    ),
     # Open to other members, as most real schemas are (no additionalProperties: false): the
     # grammar then holds a rule for any JSON value, which recurses, beside long patterns.
     "open long pattern": (

@@ -4,8 +4,11 @@ The renderer writes text llama.cpp's parser accepts and means exactly what the I
 classes are spelled as positive ranges (a negated class in llama.cpp would also match
 surrogates and the junk its UTF-8 decoder makes of invalid bytes), a repeated item that can
 match nothing is rewritten so llama.cpp sees no loop on an empty match, and counted repeats are
-kept under llama.cpp's repetition limits by moving items into rules of their own. It knows
-rules, not grammars: `Grammar.to_gbnf` calls it, and `_gbnf_parse` reads its text back.
+kept under llama.cpp's repetition limits by moving items into rules of their own. One
+exception: GBNF cannot count beside a language, so a `Counted` language (a format or pattern
+under a long length bound) is rendered as its fallback, the bound spread over the language's
+parts (a sub-language: narrower, never looser). It knows rules, not grammars: `Grammar.to_gbnf`
+calls it, and `_gbnf_parse` reads its text back.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from ._ir import (
     NOTHING,
     Alt,
     Chars,
+    Counted,
     Lit,
     Node,
     Ref,
@@ -28,8 +32,10 @@ from ._ir import (
     alt,
     chars,
     lit,
+    rebuilt,
     repeat,
     seq,
+    walk,
 )
 
 LLAMA_REPETITION_LIMIT = 2000
@@ -56,6 +62,13 @@ def to_gbnf(rules: Rules) -> str:
     return _Renderer(names).render(prepared.rules, prepared.order)
 
 
+def _spread(node: Node) -> Node:
+    """`node` with each `Counted` language replaced by its fallback."""
+    if not any(isinstance(n, Counted) for n in walk(node)):
+        return node
+    return rebuilt(node, lambda leaf: leaf.fallback if isinstance(leaf, Counted) else leaf)
+
+
 class _Prepared:
     """The reachable rules, simplified, with no unbounded repeat of a nullable item."""
 
@@ -67,7 +80,7 @@ class _Prepared:
         missing = [name for name in reachable if name not in rules.rules]
         if missing:
             raise CompileError(f"rule {missing[0]!r} is referenced but not defined", keyword="ref")
-        source = {name: rules.rules[name] for name in reachable}
+        source = {name: _spread(rules.rules[name]) for name in reachable}
         productive = productive_rules(source)
         simplified = {name: _simplify(node, productive) for name, node in source.items()}
         self.nullable = nullable_rules(simplified)

@@ -30,7 +30,7 @@ from bisect import bisect_right
 from functools import lru_cache
 
 from ._errors import CompileError, LimitError
-from ._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq, one_char_ranges
+from ._ir import Alt, Chars, Counted, Lit, Node, Ref, Repeat, Rules, Seq, liveness, one_char_ranges
 from ._ir.ranges import Ranges, intersects, normal, union
 
 WORK_BASE = 250_000
@@ -40,7 +40,7 @@ MAX_STATES = 2_000_000
 _EOF = -1  # the end of the text, as a member of lookahead sets
 
 # State kinds: what the state expects next.
-_DONE, _NT, _CHAR, _LIT, _CLASS, _RUN, _REP = range(7)
+_DONE, _NT, _CHAR, _LIT, _CLASS, _RUN, _REP, _SCAN = range(8)
 
 
 def accepts(rules: Rules, text: str, *, work_limit: int | None = None) -> bool:
@@ -77,17 +77,20 @@ class _Members(dict):
 @lru_cache(maxsize=1024)
 def _class_pattern(ranges: Ranges, most: int | None):
     """The `match` of a regex for a run of up to `most` code points of `ranges`."""
-    parts = "".join(
-        f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges
-    )
     count = "*" if most is None or most >= 1_000_000_000 else f"{{0,{most}}}"
-    return re.compile(f"[{parts}]{count}").match
+    return re.compile(f"{_class_regex(ranges)}{count}").match
+
+
+def _class_regex(ranges: Ranges) -> str:
+    """A regex class of the code points of `ranges`."""
+    return "[" + "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges) + "]"
 
 
 # --- lowering ------------------------------------------------------------------------------
 
 # Symbols of a lowered production:
 #   ("N", nonterminal) | ("L", text) | ("C", ranges) | ("R", ranges, min, max)
+#   | ("S", first ranges, scan, nullable): a `Counted` language, whose ends `scan` finds
 
 
 def _class_of(node: Node) -> Ranges | None:
@@ -170,6 +173,9 @@ class _Lowering:
                 nt = self.alt_nt[id(node)] = self.new_nt()
                 self.prods[nt] = [self.symbols(item) for item in node.items]
             return [("N", nt)]
+        if isinstance(node, Counted):
+            scan = _counted_scan(node)
+            return [("S", scan.first, scan, bool(liveness(node).exits(0) & 1))]
         if isinstance(node, Repeat):
             syms = self.repeat_syms.get(id(node))
             if syms is None:
@@ -254,6 +260,8 @@ def _sym_nullable(sym: tuple, nullable: list[bool]) -> bool:
         return nullable[sym[1]]
     if tag == "R":
         return sym[2] == 0
+    if tag == "S":
+        return sym[3]
     return False
 
 
@@ -422,6 +430,8 @@ class _Compiled:
                         state(_CHAR if len(sym[1]) == 1 else _LIT, sym[1], nt, ahead[i])
                     elif tag == "C":
                         state(_CLASS, member(sym[1]), nt, ahead[i])
+                    elif tag == "S":
+                        state(_SCAN, (sym[2], sym[3]), nt, ahead[i])
                     else:
                         alone = not intersects(sym[1], ahead[i + 1])
                         state(_RUN, (_class_pattern(sym[1], sym[3]), sym[2], alone), nt, ahead[i])
@@ -469,7 +479,7 @@ class _Compiled:
                         if k == _NT and nullable[want]:
                             s += 1
                             continue
-                    elif k == _RUN and arg[s][1] == 0:
+                    elif (k == _RUN and arg[s][1] == 0) or (k == _SCAN and arg[s][1]):
                         s += 1
                         continue
                     break
@@ -657,6 +667,26 @@ def _recognize(g: _Compiled, text: str, limit: int) -> bool:
                         elif nxt not in found:
                             found.add(nxt)
                             pending[p].append(nxt)
+            elif k == _SCAN:
+                scan, null = arg[s]
+                after = look[s + 1]
+                if null and after[ch] and key + 1 not in here:
+                    here.add(key + 1)
+                    work.append(key + 1)
+                nxt = key + 1
+                for p in scan(text, j):
+                    used += 1
+                    if not after[chars[p]]:
+                        continue
+                    found = seen[p]
+                    if found is None:
+                        seen[p] = {nxt}
+                        pending[p] = [nxt]
+                        if p > furthest:
+                            furthest = p
+                    elif nxt not in found:
+                        found.add(nxt)
+                        pending[p].append(nxt)
             else:  # _REP: a counted repeat, item count in the key
                 rest = key // size
                 origin = rest % span
@@ -725,3 +755,77 @@ def _recognize(g: _Compiled, text: str, limit: int) -> bool:
             seen[j] = None
     final = seen[n]
     return final is not None and g.accept in final
+
+
+class _CountedScan:
+    """Where a `Counted` language's strings that start at a position end: one pass that reads
+    a character at a time (at most one move of a state matches: a character has one JSON
+    spelling, and the spellings are a prefix code) and notes each place its automaton may stop."""
+
+    def __init__(self, node: Counted):
+        self.node = node
+        self.steps = [
+            re.compile("|".join(f"({_regex_of(piece)})" for piece, _ in row)).match if row else None
+            for row in node.moves
+        ]
+        self.targets = [[t for _, t in row] for row in node.moves]
+        live = liveness(node)
+        self.live = live
+        first: Ranges = ()
+        for piece, t in node.moves[0] if node.moves else ():
+            if live.live[live.after(0)] >> t & 1:
+                first = union(first, _first_of(piece))
+        self.first = first
+
+    def __call__(self, text: str, j: int) -> list[int]:
+        live, steps, targets = self.live, self.steps, self.targets
+        q, k, p = 0, 0, j
+        ends = []
+        while True:
+            if p > j and live.exits(k) >> q & 1:
+                ends.append(p)
+            if k == self.node.max or steps[q] is None:
+                return ends
+            m = steps[q](text, p)
+            if m is None:
+                return ends
+            q = targets[q][m.lastindex - 1]
+            k = live.after(k)
+            p = m.end()
+            if not live.live[k] >> q & 1:
+                return ends
+
+
+@lru_cache(maxsize=64)
+def _counted_scan(node: Counted) -> _CountedScan:
+    return _CountedScan(node)
+
+
+def _regex_of(node: Node) -> str:
+    """A regular expression for a small node without repeats or references (a character's
+    JSON spellings)."""
+    if isinstance(node, Lit):
+        return re.escape(node.text)
+    if isinstance(node, Chars):
+        return _class_regex(node.ranges)
+    if isinstance(node, Seq):
+        return "".join(f"(?:{_regex_of(item)})" for item in node.items)
+    if isinstance(node, Alt):
+        return "|".join(f"(?:{_regex_of(item)})" for item in node.items) or "(?!)"
+    raise CompileError(f"a counted language's character is a {type(node).__name__}", keyword="node")
+
+
+def _first_of(node: Node) -> Ranges:
+    """The code points a small node's strings begin with (it matches no empty string)."""
+    if isinstance(node, Lit):
+        return ((ord(node.text[0]), ord(node.text[0])),)
+    if isinstance(node, Chars):
+        return normal(node.ranges)
+    if isinstance(node, Seq):
+        return _first_of(node.items[0])
+    if isinstance(node, Alt):
+        out: Ranges = ()
+        for item in node.items:
+            out = union(out, _first_of(item))
+        return out
+    raise CompileError(f"a counted language's character is a {type(node).__name__}", keyword="node")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .._ir.analysis import nullable, nullable_rules
 from .._errors import CompileError, LimitError
-from .._ir import Alt, Chars, Lit, Node, Ref, Repeat, Rules, Seq
+from .._ir import Alt, Chars, Counted, Lit, Node, Ref, Repeat, Rules, Seq, liveness
 from .graph import _recursive_rules, _shared_rules, check_left_recursion
 from .utf8 import Utf8Shape, utf8_shape
 
@@ -115,6 +115,8 @@ class _NFA:
                 n += self._fewest(item, rules, called, sizes, calls, chain)
                 if n > MAX_NFA_STATES:
                     break
+        elif kind is Counted:  # its entry and end, at least
+            n = 2
         elif kind is Repeat:  # `min` copies and a loop, or `max` copies, and one more state
             n = 1 if node.max == 0 else _repeat_states(
                 self._fewest(node.item, rules, called, sizes, calls, chain), node
@@ -187,11 +189,7 @@ class _NFA:
         size = self._fewest(node.item, self.rules.rules, called, {}, [], self._chain_depth(inlining))
         if not _calls_item(size, copies, node.item):
             return None
-        start = self.bodies.get(node.item)
-        if start is None:
-            start = self.bodies[node.item] = self.new()
-            self.pending.append((node.item, start, inlining))
-        return start
+        return self._called_body(node.item, inlining)
 
     def _count_site(self, node: Repeat) -> int | None:
         """A number for this repeat, where each copy reads at least a byte (so a token can
@@ -200,8 +198,7 @@ class _NFA:
             self._nullable = nullable_rules(self.rules.rules)
         if nullable(node.item, self._nullable):
             return None
-        self._sites += 1
-        return self._sites
+        return self._new_site()
 
     def _copy(self, node: Repeat, body: int | None, site: int | None, done: int, s: int,
               inlining: tuple[str, ...]) -> int:
@@ -285,6 +282,8 @@ class _NFA:
             if site is not None:
                 self.count_sites[site] = (body, end)
             return end
+        if isinstance(node, Counted):
+            return self._emit_counted(node, s, inlining)
         if isinstance(node, Ref):
             if node.name not in self.rules.rules:
                 raise CompileError(f"rule {node.name!r} is not defined", keyword="ref")
@@ -299,6 +298,76 @@ class _NFA:
                 raise CompileError(f"rule {node.name!r} refers to itself", keyword="ref")
             return self._emit(self.rules.rules[node.name], s, inlining + (node.name,))
         raise TypeError(f"not a grammar node: {node!r}")
+
+    def _emit_counted(self, node: Counted, s: int, inlining: tuple[str, ...]) -> int:
+        """A state per (automaton state, count) that is reached and can still end, made a count
+        at a time, each move a call of its character emitted once; a count's return states note
+        it as a repeat's do (`counted`, a site per automaton state) where the counts keep the
+        same live states (`Liveness.steady`): far from the bound they share masks. With no
+        upper bound, the count stops at `min`, whose states loop among themselves."""
+        live = liveness(node)
+        bodies = [[(self._called_body(piece, inlining), t) for piece, t in row] for row in node.moves]
+        steady = live.steady
+        sites = [self._new_site() for _ in node.moves] if steady is not None else None
+        end = self.new()
+        layer: tuple[int, ...] = (0,)  # the automaton states reached at count k, in order
+        first = self.new()
+        self.eps[s] += (first,)
+        k = 0
+        shape: tuple | None = None  # (layer, live states ahead) `rows` were made for
+        while True:
+            exits = live.exits(k)
+            if exits:
+                for i, q in enumerate(layer):
+                    if exits >> q & 1:
+                        self.eps[first + i] += (end,)
+            if (node.max is not None and k == node.max) or not layer:
+                return end
+            k1 = live.after(k)
+            ahead = live.live[k1]
+            if k1 == k:  # no upper bound, count `min` reached: the states it goes on to loop
+                loop = _closure(_targets(layer, bodies, ahead), bodies, ahead)
+                nxt = self._states(len(loop))
+                self.calls[first : first + len(layer)] = _calls(layer, bodies, ahead, loop, nxt)
+                self.calls[nxt : nxt + len(loop)] = _calls(loop, bodies, ahead, loop, nxt)
+                for i, q in enumerate(loop):
+                    if exits >> q & 1:
+                        self.eps[nxt + i] += (end,)
+                return end
+            if shape != (layer, ahead):
+                shape = (layer, ahead)
+                following = _targets(layer, bodies, ahead)
+                at = {t: i for i, t in enumerate(following)}
+                rows = [
+                    (tuple(b for b, t in bodies[q] if ahead >> t & 1), tuple(at[t] for _, t in bodies[q] if ahead >> t & 1))
+                    for q in layer
+                ]
+            nxt = self._states(len(following))
+            self.calls[first : first + len(layer)] = [tuple(zip(b, map(nxt.__add__, p))) for b, p in rows]
+            if sites is not None and steady[0] <= k1 <= steady[1]:
+                self.counted.update((nxt + i, (sites[t], k1, steady[0], steady[1])) for i, t in enumerate(following))
+            layer, first, k = following, nxt, k1
+
+    def _states(self, n: int) -> int:
+        """`n` fresh states at once; returns the first."""
+        first = self._room_for(n)
+        self.byte_edges += [()] * n
+        self.eps += [()] * n
+        self.calls += [()] * n
+        self.rule_end += [False] * n
+        return first
+
+    def _called_body(self, node: Node, inlining: tuple[str, ...]) -> int:
+        """The start of `node` emitted once as a body its users call."""
+        start = self.bodies.get(node)
+        if start is None:
+            start = self.bodies[node] = self.new()
+            self.pending.append((node, start, inlining))
+        return start
+
+    def _new_site(self) -> int:
+        self._sites += 1
+        return self._sites
 
     def _depth_of(self, name: str) -> int:
         """How many node levels rule `name`'s body nests (found once per rule)."""
@@ -368,7 +437,7 @@ def is_character(node: Node) -> bool:
         n = todo.pop()
         seen += 1
         kind = type(n)
-        if seen > _CHARACTER_NODES or kind is Repeat or kind is Ref:
+        if seen > _CHARACTER_NODES or kind is Repeat or kind is Ref or kind is Counted:
             return False
         if kind is Seq or kind is Alt:
             todo.extend(n.items)
@@ -387,3 +456,27 @@ def _repeat_states(item_states: int, node: Repeat) -> int:
 
 def _too_large() -> LimitError:
     return LimitError(f"grammar too large: more than {MAX_NFA_STATES} automaton states", keyword="size")
+
+
+def _targets(states: tuple[int, ...], bodies: list[list[tuple[int, int]]], live: int) -> tuple[int, ...]:
+    """The live states the moves of `states` go to, in order."""
+    return tuple(sorted({t for q in states for _, t in bodies[q] if live >> t & 1}))
+
+
+def _calls(states: tuple[int, ...], bodies: list[list[tuple[int, int]]], live: int, into: tuple[int, ...],
+           first: int) -> list[tuple[tuple[int, int], ...]]:
+    """The calls of each of `states`: its live moves, into the states of `into` made from `first` on."""
+    at = {t: first + i for i, t in enumerate(into)}
+    return [tuple((b, at[t]) for b, t in bodies[q] if live >> t & 1) for q in states]
+
+
+def _closure(states: tuple[int, ...], bodies: list[list[tuple[int, int]]], live: int) -> tuple[int, ...]:
+    """`states` and the live states their moves reach, again and again, in order."""
+    found = set(states)
+    todo = list(states)
+    while todo:
+        for _, t in bodies[todo.pop()]:
+            if live >> t & 1 and t not in found:
+                found.add(t)
+                todo.append(t)
+    return tuple(sorted(found))

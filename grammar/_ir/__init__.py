@@ -2,10 +2,12 @@
 analyses of a rule set they share (`analysis`: nullable, productive, left-recursive rules).
 Front ends and back ends import the node vocabulary from here."""
 
+from .counted import Liveness, counted, liveness
 from .nodes import (
     ANY_CHAR,
     Alt,
     Chars,
+    Counted,
     EMPTY,
     Lit,
     MAX_CODE_POINT,
@@ -36,6 +38,7 @@ __all__ = [
     "ANY_CHAR",
     "Alt",
     "Chars",
+    "Counted",
     "EMPTY",
     "Lit",
     "MAX_CODE_POINT",
@@ -47,6 +50,7 @@ __all__ = [
     "Seq",
     "alt",
     "char_set",
+    "counted",
     "chars",
     "lit",
     "negate",
@@ -60,4 +64,6 @@ __all__ = [
     "shallow",
     "star",
     "walk",
+    "Liveness",
+    "liveness",
 ]

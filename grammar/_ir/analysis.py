@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .nodes import NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, children_first, repeat, seq, walk
+from .counted import liveness
+from .nodes import NOTHING, Alt, Chars, Counted, Lit, Node, Ref, Repeat, Seq, alt, children_first, repeat, seq, walk
 
 
 def _derives(node: Node, known: set[str], lit_ok: bool, chars_ok: bool) -> bool:
@@ -32,6 +33,8 @@ def _derives(node: Node, known: set[str], lit_ok: bool, chars_ok: bool) -> bool:
             result = lit_ok or not node.text
         elif kind is Chars:
             result = chars_ok and bool(node.ranges)
+        elif kind is Counted:  # never empty (see `counted`): nullable where it starts final
+            result = lit_ok or bool(liveness(node).exits(0) & 1)
         else:
             result = node.name in known
         # Hand the result up until a frame has another item to look at.

@@ -84,7 +84,33 @@ class Ref:
     name: str
 
 
-Node = Union[Lit, Chars, Seq, Alt, Repeat, Ref]
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """The strings of a regular language that are `min`..`max` characters long, the length
+    counted beside the language's automaton rather than multiplied into it (a URI's two dozen
+    states and a `maxLength` of 2,083 would make 50,000 states as rules).
+
+    `moves[s]` holds state s's moves as (character, next state): each character a small node
+    that reads one code point (or, once encoded, that code point's JSON spelling). State 0 is
+    the start; a string ends in a state of `final`. `max` None: no upper bound. `fallback` is a
+    sub-language in plain IR (the bound spread over the language's parts), for back ends that
+    cannot count (GBNF); NOTHING where there is none. For the walkers of rule bodies it is a
+    leaf: its characters refer to no rule. See `_ir.counted` for which (state, count) pairs can
+    still end in the language.
+    """
+
+    moves: tuple[tuple[tuple["Node", int], ...], ...]
+    final: tuple[bool, ...]
+    min: int
+    max: int | None
+    fallback: "Node"
+    _hash: int = field(default=-1, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (self.moves, self.final, self.min, self.max))
+
+
+Node = Union[Lit, Chars, Seq, Alt, Repeat, Ref, Counted]
 
 
 def _cached_hash(node, fields: object) -> int:

@@ -136,6 +136,12 @@ HOSTNAME = seq(_LABEL, repeat(seq(lit("."), _LABEL), 0, 5), opt(lit(".")))
 LABEL_LIMIT = 63
 _SHORT_LABEL = seq(ALNUM, opt(seq(star(_LABEL_CHAR), ALNUM)))
 SHORT_HOSTNAME = seq(_SHORT_LABEL, star(seq(lit("."), _SHORT_LABEL)), opt(lit(".")))
+# Past that, the checker's own names (labels of up to 63 characters, as many as fit) within the
+# name's limit, which the length bound counts (see `Counted`): the limit is 253 characters, 254
+# with a final dot, which is left out.
+NAME_LIMIT = 253
+_CHECKED_LABEL = seq(ALNUM, opt(seq(repeat(_LABEL_CHAR, 0, LABEL_LIMIT - 2), ALNUM)))
+CHECKED_HOSTNAME = seq(_CHECKED_LABEL, star(seq(lit("."), _CHECKED_LABEL)), opt(lit(".")))
 _IDN_LABEL = repeat(LOWER_ALNUM, 1, 40)
 IDN_HOSTNAME = seq(_IDN_LABEL, repeat(seq(lit("."), _IDN_LABEL), 0, 5))
 
@@ -213,6 +219,8 @@ _LANGUAGES: dict[str, Node] = {
 }
 _SHORT_HOSTNAME = "hostname within a label's length"
 _LANGUAGES[_SHORT_HOSTNAME] = SHORT_HOSTNAME
+_CHECKED_HOSTNAME = "hostname within a counted length"
+_LANGUAGES[_CHECKED_HOSTNAME] = CHECKED_HOSTNAME
 
 
 def is_checked(name: str, root_dialect: str) -> bool:
@@ -231,9 +239,14 @@ def format_automaton(name: str, max_len: int | None = None) -> DFA:
     return _automaton(_variant(name, max_len))
 
 
+def longest(name: str) -> int | None:
+    """The most characters the checker takes in a `name` value, where it bounds them."""
+    return NAME_LIMIT if name == "hostname" else None
+
+
 def _variant(name: str, max_len: int | None) -> str:
-    if name == "hostname" and max_len is not None and max_len <= LABEL_LIMIT:
-        return _SHORT_HOSTNAME
+    if name == "hostname" and max_len is not None:
+        return _SHORT_HOSTNAME if max_len <= LABEL_LIMIT else _CHECKED_HOSTNAME
     return name
 
 

@@ -76,6 +76,33 @@ def within(node: Node, lo: int, hi: int | None) -> Node | None:
     return None  # a literal or a class has one length, outside the bounds
 
 
+def exactly_within(node: Node, lo: int, hi: int | None) -> Node | None:
+    """`within`'s sub-language where it is the whole intersection, for the shapes it is known
+    to be (a repeat of one width, a sequence with one wide run beside a few lengths, their
+    alternations), else None."""
+    a, b = node_lengths(node)
+    if a >= lo and (hi is None or (b is not None and b <= hi)):
+        return node
+    if isinstance(node, Repeat):
+        ia, ib = node_lengths(node.item)
+        return _repeat_within(node, lo, hi) if ia == ib and ia > 0 else None
+    if isinstance(node, Seq):
+        items = list(node.items)
+        return _one_wide_part(items, [node_lengths(item) for item in items], lo, hi)
+    if isinstance(node, Alt) and lo <= ONE_WAY_PAST:
+        kept = []
+        for item in node.items:
+            ia, ib = node_lengths(item)
+            if (ib is not None and ib < lo) or (hi is not None and ia > hi):
+                continue  # no string of it is within the bounds
+            part = exactly_within(item, lo, hi)
+            if part is None:
+                return None
+            kept.append(part)
+        return alt(*kept) if kept else None
+    return None
+
+
 def _seq_within(items: list[Node], lo: int, hi: int | None) -> Node | None:
     """Each item keeps its shortest and gets a share of the room above it, by the open
     repeats it holds (a URI's path and query, with their parts, get more than its scheme; an

@@ -4,13 +4,15 @@ homomorphism.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from .._errors import CompileError, LimitError
-from .._ir import ANY_CHAR, NOTHING, Node, ref, repeat
+from .._ir import ANY_CHAR, NOTHING, Counted, Node, chars, counted, ref, repeat
 from . import lang
 from .facets import Facets
-from .formats import format_automaton, format_language
-from .lengths import node_lengths as _node_lengths, within
-from .limits import EXACT_LENGTH_STATES, LENGTH_CAP, SMALL_LENGTH
+from .formats import format_automaton, format_language, longest
+from .lengths import exactly_within, node_lengths as _node_lengths, within
+from .limits import COUNTED_STATES, EXACT_LENGTH_STATES, LENGTH_CAP, SMALL_LENGTH
 from .strings import ANY_STRING, encode, excluding, string_text
 from .vocabulary import _ANY_DECODED
 
@@ -22,6 +24,8 @@ class StringLoweringMixin:
         decoded = self.string_language(f)
         if decoded == _ANY_DECODED:
             return self.json_string()
+        if isinstance(decoded, Counted):  # thousands of states: one rule, however many use it
+            return self.shared(string_text(decoded, self.encoded_rule), "str")
         return string_text(decoded, self.encoded_rule)
 
     def json_string(self) -> Node:
@@ -82,9 +86,26 @@ class StringLoweringMixin:
                 return NOTHING
             bound = max(f.min_len, f.max_len or 0)
             if bound > SMALL_LENGTH or (f.formats and format_automaton(f.formats[0][0], f.max_len).size * (bound + 1) > EXACT_LENGTH_STATES):
-                # A long bound, or a large format: the length spread over the language's parts
-                # instead of multiplying automata. Inside language-and-length (sound), if smaller.
-                fitted = within(node, f.min_len, f.max_len)
+                # A long bound, or a large format: the length counted beside the language's
+                # automaton instead of multiplied into it (spreading it over a URI's parts
+                # refuses half the real URLs under 100 characters). A pattern that is one run
+                # beside a few lengths keeps its run as a counted repeat of characters, exact
+                # and with those repeats' masks by room.
+                fitted = None if f.formats else exactly_within(node, f.min_len, f.max_len)
+                if fitted is not None:
+                    return fitted
+                most = f.max_len
+                limit = longest(f.formats[0][0]) if f.formats else None
+                if limit is not None:  # the checker's own bound (a hostname's 253)
+                    most = limit if most is None else min(most, limit)
+                    if most < f.min_len:
+                        return NOTHING
+                dfa = format_automaton(f.formats[0][0], most) if f.formats else _automaton_of(node)
+                if dfa is not None:
+                    found = counted_language(dfa, f.min_len, most, lambda lo, hi: within(node, lo, hi))
+                    if found is not None:
+                        return found
+                fitted = within(node, f.min_len, most)  # too large to count: spread
                 if fitted is not None:
                     return fitted
         return lang.to_node(self.string_dfa(f), self.rule, self.name("str"))
@@ -111,3 +132,31 @@ class StringLoweringMixin:
         if excluded:
             dfa = lang.intersect(dfa, lang.from_node(excluding(excluded)))
         return dfa
+
+
+def counted_language(dfa: lang.DFA, lo: int, hi: int | None,
+                     spread: Callable[[int, int | None], Node | None]) -> Node | None:
+    """The strings of `dfa`'s language of lo..hi code points, the length counted beside the
+    automaton (see `Counted`), with `spread(lo, hi)` as the fallback for back ends that cannot count;
+    None where even the counts up to `lo` would make more than `COUNTED_STATES` states. Past
+    that many, `hi` is brought down to what fits: a sub-language, so still sound."""
+    if dfa.size * (lo + 1) > COUNTED_STATES:
+        return None
+    if hi is not None and dfa.size * (hi + 1) > COUNTED_STATES:
+        hi = COUNTED_STATES // dfa.size - 1
+    moves = []
+    for row in dfa.edges:
+        by_target: dict[int, list[tuple[int, int]]] = {}
+        for a, b, t in row:
+            by_target.setdefault(t, []).append((a, b))
+        moves.append([(chars(ranges), t) for t, ranges in by_target.items()])
+    fallback = spread(lo, hi)
+    return counted(moves, dfa.final, lo, hi, NOTHING if fallback is None else fallback)
+
+
+def _automaton_of(node: Node) -> lang.DFA | None:
+    """A pattern's automaton, or None where it is too large to build."""
+    try:
+        return lang.from_node(node)
+    except LimitError:
+        return None

@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Callable, Iterable
 
 from .._errors import CompileError
-from .._ir import ANY_CHAR, EMPTY, NOTHING, Alt, Chars, Lit, Node, Ref, Repeat, Seq, alt, char_set, chars, lit, one_char_ranges, repeat, seq
+from .._ir import ANY_CHAR, EMPTY, NOTHING, Alt, Chars, Counted, Lit, Node, Ref, Repeat, Seq, alt, char_set, chars, lit, one_char_ranges, repeat, seq
 from .._ir.ranges import complement, encodable, intersection
 
 # Code points JSON text cannot hold as themselves.
@@ -105,6 +105,11 @@ def encode(node: Node, encoded_rule: Callable[[str], Node] | None = None) -> Nod
         return alt(*(encode(n, encoded_rule) for n in node.items))
     if isinstance(node, Repeat):
         return repeat(encode(node.item, encoded_rule), node.min, node.max)
+    if isinstance(node, Counted):
+        return Counted(
+            tuple(tuple((encode(piece), t) for piece, t in row) for row in node.moves),
+            node.final, node.min, node.max, encode(node.fallback, encoded_rule),
+        )
     if isinstance(node, Ref):
         if encoded_rule is None:
             raise CompileError("a string language must not reference rules", keyword="pattern")

@@ -72,6 +72,8 @@ class CountedMixin:
         if frame is None:
             return None
         site, upto, least, most = nfa.counted[frame[0]]
+        if site not in nfa.count_sites:
+            return None  # a count of a `Counted` language: its moves call many bodies
         body, end = nfa.count_sites[site]
         starts = a.call_starts(body)
         if starts is None:

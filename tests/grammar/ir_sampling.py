@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import random
 
-from grammar._ir import Alt, Chars, Lit, Node, Repeat, Rules, Seq
+from grammar._ir import Alt, Chars, Counted, Lit, Node, Repeat, Rules, Seq, liveness
 
 BUDGET = 40
 
@@ -40,6 +40,8 @@ def _shortest(node: Node, lengths: dict[str, float]) -> float:
         return min((_shortest(item, lengths) for item in node.items), default=math.inf)
     if isinstance(node, Repeat):
         return 0 if node.min == 0 else node.min * _shortest(node.item, lengths)
+    if isinstance(node, Counted):  # at least its shortest count, each character one at least
+        return node.min
     return lengths.get(node.name, math.inf)
 
 
@@ -74,11 +76,40 @@ def sentence(rules: Rules, rng: random.Random) -> str | None:
                 count = min(count, node.max)
             for _ in range(count):
                 grow(node.item)
+        elif isinstance(node, Counted):
+            for piece in _counted_walk(node, rng, frugal):
+                grow(piece)
         else:
             grow(rules.rules[node.name])
 
     grow(rules.rules[rules.root])
     return "".join(out)
+
+
+def _counted_walk(node: Counted, rng: random.Random, frugal: bool) -> list[Node]:
+    """The characters of a random string of a `Counted` language: random live moves, stopping
+    at random where a string may end; frugal (or past the budget), the moves that bring a final
+    state nearest."""
+    live = liveness(node)
+    distance = {q: 0 for q, f in enumerate(node.final) if f}
+    while True:  # moves to a final state, counts aside
+        grown = {q: 1 + min(distance[t] for _, t in row if t in distance)
+                 for q, row in enumerate(node.moves) if q not in distance and any(t in distance for _, t in row)}
+        if not grown:
+            break
+        distance.update(grown)
+    q, k, out = 0, 0, []
+    while True:
+        ahead = live.live[live.after(k)] if k != node.max else 0
+        options = [(piece, t) for piece, t in node.moves[q] if ahead >> t & 1]
+        if live.exits(k) >> q & 1 and (not options or frugal or len(out) > BUDGET or rng.random() < 0.2):
+            return out
+        if frugal or len(out) > BUDGET:
+            piece, q = min(options, key=lambda move: distance.get(move[1], math.inf))
+        else:
+            piece, q = rng.choice(options)
+        out.append(piece)
+        k = live.after(k)
 
 
 def _code_point(node: Chars, rng: random.Random) -> int:

@@ -190,6 +190,20 @@ def test_large_counts_render_exactly(low, high):
         assert back.accepts(text) == (low <= n and (high is None or n <= high)), n
 
 
+def test_a_counted_format_renders_its_length_spread_over_its_parts(llama_grammar_check):
+    """GBNF cannot count beside a language: a URI under `maxLength` 2083 is rendered with the
+    length spread over its parts, narrower than the grammar (never looser), and llama.cpp
+    reads it."""
+    g = grammar.from_json_schema({"type": "string", "format": "uri", "maxLength": 2083})
+    text = g.to_gbnf()
+    assert llama_grammar_check(text)
+    back = from_gbnf(text)
+    assert back.accepts('"https://example.org/a?b=c#d"') and g.accepts('"https://example.org/a?b=c#d"')
+    long_segment = '"http://x.org/' + "a" * 500 + '"'
+    assert g.accepts(long_segment) and not back.accepts(long_segment)
+    assert not back.accepts('"http://x.org/' + "a" * 2071 + '"')
+
+
 def test_nothing_and_empty_render_as_gbnf_can_state_them():
     assert from_gbnf(to_gbnf(Rules({"root": NOTHING}))).accepts("") is False
     g = from_gbnf(to_gbnf(Rules({"root": alt(EMPTY, lit("a"))})))
