@@ -3,6 +3,8 @@ is shared, or is the item of a long counted repeat (one call per count)."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from .._ir.analysis import nullable, nullable_rules
 from .._errors import CompileError, LimitError
 from .._ir import Alt, Chars, Counted, Lit, Node, Ref, Repeat, Rules, Seq, liveness
@@ -46,6 +48,11 @@ class _NFA:
         # Return state of a call of a body -> (repeat, copies made on return, min, max): what
         # lets states that differ only in counts far from both bounds share a mask.
         self.counted: dict[int, tuple[int, int, int, int | None]] = {}
+        # The same for the return states of a `Counted` language's counts, a layer (one count's
+        # states, numbered in a run) at a time: (its first state, its states' sites, count, the
+        # steady counts' first and last); see `count_at`.
+        self.count_layers: list[tuple[int, tuple[int, ...], int, int, int]] = []
+        self._layer_starts: list[int] = []
         # Repeat number -> (its body's start, the state its copies end in): where a count's
         # state goes on once the repeat is done (see `CompiledGrammar._counted_mask`).
         self.count_sites: dict[int, tuple[int, int]] = {}
@@ -345,8 +352,25 @@ class _NFA:
             nxt = self._states(len(following))
             self.calls[first : first + len(layer)] = [tuple(zip(b, map(nxt.__add__, p))) for b, p in rows]
             if sites is not None and steady[0] <= k1 <= steady[1]:
-                self.counted.update((nxt + i, (sites[t], k1, steady[0], steady[1])) for i, t in enumerate(following))
+                self._layer_starts.append(nxt)
+                self.count_layers.append((nxt, tuple(sites[t] for t in following), k1, steady[0], steady[1]))
             layer, first, k = following, nxt, k1
+
+    @property
+    def has_counts(self) -> bool:
+        return bool(self.counted or self.count_layers)
+
+    def count_at(self, ret: int) -> tuple[int, int, int, int | None] | None:
+        """What return state `ret` counts, as `counted` holds it (a repeat's, or a `Counted`
+        language's count layer's), or None."""
+        found = self.counted.get(ret)
+        if found is not None or not self.count_layers:
+            return found
+        i = bisect_right(self._layer_starts, ret) - 1
+        if i < 0:
+            return None
+        first, sites, k, least, most = self.count_layers[i]
+        return (sites[ret - first], k, least, most) if ret - first < len(sites) else None
 
     def _states(self, n: int) -> int:
         """`n` fresh states at once; returns the first."""

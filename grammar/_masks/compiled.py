@@ -110,7 +110,7 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
         with self._lock:
             found = self._masks.get(state)
             if found is None:
-                key = self._far_counts_key(state) if self.automaton.nfa.counted else None
+                key = self._far_counts_key(state) if self.automaton.nfa.has_counts else None
                 shared = self._by_far_counts.get(key) if key is not None else None
                 if shared is not None:
                     found = shared
@@ -127,7 +127,7 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
         put as one mark, or None where it has none: states with the same key allow the same
         tokens, so a long bounded string finds its mask once, not at every character."""
         a = self.automaton
-        counted = a.nfa.counted
+        count_at = a.nfa.count_at
         reach = self.tables.longest
         memo: dict[Stack, Stack] = {}
         far = False
@@ -140,7 +140,7 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
             marked = memo[stack] if stack else ()
             for frame in reversed(frames):
                 ret, _, depth = frame
-                count = counted.get(ret)
+                count = count_at(ret)
                 if count is not None:
                     site, done, least, most = count
                     if (most is None or most - done >= reach) and (least <= done or least - done > reach):

@@ -65,13 +65,13 @@ class CountedMixin:
         configs = a.configs[state]
         frame = None
         for _, stack in configs:
-            if stack and stack[0] in nfa.counted:
+            if stack and nfa.count_at(stack[0]) is not None:
                 if frame is not None and stack != frame:
                     return None
                 frame = stack
         if frame is None:
             return None
-        site, upto, least, most = nfa.counted[frame[0]]
+        site, upto, least, most = nfa.count_at(frame[0])
         if site not in nfa.count_sites:
             return None  # a count of a `Counted` language: its moves call many bodies
         body, end = nfa.count_sites[site]
