@@ -4,6 +4,7 @@ is shared, or is the item of a long counted repeat (one call per count)."""
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import dataclass
 
 from .._ir.analysis import nullable, nullable_rules
 from .._errors import CompileError, LimitError
@@ -53,6 +54,8 @@ class _NFA:
         # steady counts' first and last); see `count_at`.
         self.count_layers: list[tuple[int, tuple[int, ...], int, int, int]] = []
         self._layer_starts: list[int] = []
+        # Each bounded `Counted` language's states, a layer at a time (see `CountedBlock`).
+        self.counted_blocks: list[CountedBlock] = []
         # Repeat number -> (its body's start, the state its copies end in): where a count's
         # state goes on once the repeat is done (see `CompiledGrammar._counted_mask`).
         self.count_sites: dict[int, tuple[int, int]] = {}
@@ -322,13 +325,20 @@ class _NFA:
         self.eps[s] += (first,)
         k = 0
         shape: tuple | None = None  # (layer, live states ahead) `rows` were made for
+        block = CountedBlock(first, end, [], []) if node.max is not None else None
+        if block is not None:
+            self.counted_blocks.append(block)
         while True:
             exits = live.exits(k)
+            ends = 0  # the places in the layer where the language may end
             if exits:
                 for i, q in enumerate(layer):
                     if exits >> q & 1:
                         self.eps[first + i] += (end,)
+                        ends |= 1 << i
             if (node.max is not None and k == node.max) or not layer:
+                if block is not None:
+                    block.layers.append((first, len(layer), -1, ends))
                 return end
             k1 = live.after(k)
             ahead = live.live[k1]
@@ -349,6 +359,10 @@ class _NFA:
                     (tuple(b for b, t in bodies[q] if ahead >> t & 1), tuple(at[t] for _, t in bodies[q] if ahead >> t & 1))
                     for q in layer
                 ]
+                if block is not None:
+                    block.shapes.append(rows)
+            if block is not None:
+                block.layers.append((first, len(layer), len(block.shapes) - 1, ends))
             nxt = self._states(len(following))
             self.calls[first : first + len(layer)] = [tuple(zip(b, map(nxt.__add__, p))) for b, p in rows]
             if sites is not None and steady[0] <= k1 <= steady[1]:
@@ -476,6 +490,21 @@ def _repeat_states(item_states: int, node: Repeat) -> int:
     if _calls_item(item_states, copies, node.item):
         return copies + 1
     return item_states * copies + 1
+
+
+@dataclass(slots=True)
+class CountedBlock:
+    """Where a bounded `Counted` language's states stand: one layer per count, each a run of
+    states from `first`, with the shape of its calls (per state, the bodies it calls and the
+    places of their return states in the next layer; -1: the last count, which calls nothing)
+    and the places where the language may end (a bit each, an edge to `end`). Analyses that
+    would visit every state (the fewest bytes to a rule's end) go a layer at a time, and the
+    counts far from the bound, which repeat one shape, once."""
+
+    entry: int
+    end: int
+    layers: list[tuple[int, int, int, int]]  # (first state, states, shape, ends)
+    shapes: list[list[tuple[tuple[int, ...], tuple[int, ...]]]]
 
 
 def _too_large() -> LimitError:

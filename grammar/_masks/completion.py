@@ -27,7 +27,8 @@ from __future__ import annotations
 import heapq
 import threading
 import weakref
-from typing import TYPE_CHECKING
+from collections import defaultdict, deque
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from .._errors import MatcherError
 from .common import _distinct
 
 if TYPE_CHECKING:
+    from .._automaton.nfa import _NFA, CountedBlock
     from .compiled import CompiledGrammar
 
 # Breadth-first search for the shortest completion stops after this many states; the
@@ -87,6 +89,7 @@ class Completion:
         self._searches: dict[int, tuple[int, bool, tuple[tuple[int, int], ...]]] = {}
         self._spelled: dict[int, int] = {}  # upper bounds from single-byte spellings
         self._frames: tuple[list[int], list[int]] | None = None
+        self._blocks: dict[int, list[tuple[int, ...]]] = {}  # see `_to_block_end`
 
     # -- bounds -------------------------------------------------------------------------------
 
@@ -251,9 +254,21 @@ class Completion:
         is_tail = self.compiled.automaton.is_tail_return
         n = len(nfa.eps)
         reachable = np.concatenate([[0], np.cumsum(self.compiled.tables.single_bytes)]).tolist()
-        steps: list[list[int]] = [[] for _ in range(n)]  # byte edges a single token can take
-        users: list[list[int]] = [[] for _ in range(n)]  # states whose distance depends on one
-        for q in range(n):
+        # By state, only for the states that have some (a list per state would make tens of
+        # thousands the cycle collector then walks, where a counted language is long).
+        steps: defaultdict[int, list[int]] = defaultdict(list)  # byte edges a single token can take
+        users: defaultdict[int, list[int]] = defaultdict(list)  # states whose distance depends on one
+        # A bounded `Counted` language's states are left out of the fixed point: the fewest
+        # bytes from each to its language's end are found layer by layer (`_to_block_end`), so
+        # its entry stands for them all and the rest are filled in once its end is known.
+        entries: dict[int, tuple[int, int]] = {}  # entry -> (fewest bytes to its end, end)
+        inside: list[tuple[int, int]] = []  # the runs of states the blocks' layers hold
+        for block in nfa.counted_blocks:
+            bytes_to_end = self._to_block_end(block, reachable)
+            entries[block.entry] = (bytes_to_end[0][0], block.end)
+            users[block.end].append(block.entry)
+            inside.extend((first, first + size) for first, size, _, _ in block.layers)
+        for q in _outside(n, inside):
             for lo, hi, t in nfa.byte_edges[q]:
                 if reachable[hi + 1] > reachable[lo]:
                     steps[q].append(t)
@@ -275,9 +290,13 @@ class Completion:
             dq, q = heapq.heappop(heap)
             if dq > to_end[q]:
                 continue
-            for p in users[q]:
+            for p in users.get(q, ()):
                 best, deep = to_end[p], pushes[p]
-                for t in steps[p]:
+                through = entries.get(p)
+                if through is not None and through[0] + to_end[through[1]] < best:
+                    best = through[0] + to_end[through[1]]
+                    deep = max(pushes[through[1]], 1 if through[0] else 0)
+                for t in steps.get(p, ()):
                     if to_end[t] + 1 < best:
                         best, deep = to_end[t] + 1, pushes[t]
                 for t in nfa.eps[p]:
@@ -292,6 +311,83 @@ class Completion:
                 if best < to_end[p]:
                     to_end[p], pushes[p] = best, deep
                     heapq.heappush(heap, (best, p))
+        for block in nfa.counted_blocks:
+            after, deep = to_end[block.end], pushes[block.end]
+            for (first, size, _, _), bytes_to_end in zip(block.layers, self._to_block_end(block, reachable)):
+                if after >= UNKNOWN:
+                    continue
+                to_end[first : first + size] = [min(d + after, UNKNOWN) for d in bytes_to_end]
+                pushes[first : first + size] = [deep if d == 0 else max(deep, 1) for d in bytes_to_end]
         self._frames = (to_end, pushes)
         return self._frames
 
+    def _to_block_end(self, block: CountedBlock, reachable: list[int]) -> list[tuple[int, ...]]:
+        """Per layer of `block`, the fewest single-byte tokens from each of its states to the
+        language's end: from the last count back, a layer from the next one's, and the counts
+        far from the bound (one shape, the same ends, the same next layer) copied. Cached."""
+        found = self._blocks.get(block.entry)
+        if found is not None:
+            return found
+        nfa = self.compiled.automaton.nfa
+        cost: dict[int, int] = {}
+        out: list[tuple[int, ...]] = []
+        ahead: tuple[int, ...] = ()
+        before: tuple | None = None
+        for first, size, shape, ends in reversed(block.layers):
+            key = (shape, ends, ahead)
+            if key == before:
+                out.append(ahead)
+                continue
+            here = []
+            for j in range(size):
+                if ends >> j & 1:
+                    here.append(0)
+                    continue
+                best = UNKNOWN
+                if shape >= 0:
+                    bodies, places = block.shapes[shape][j]
+                    for b, at in zip(bodies, places):
+                        c = cost.get(b)
+                        if c is None:
+                            c = cost[b] = _spelled_body(nfa, b, reachable)
+                        best = min(best, c + ahead[at])
+                here.append(min(best, UNKNOWN))
+            before = key
+            ahead = tuple(here)
+            out.append(ahead)
+        out.reverse()
+        self._blocks[block.entry] = out
+        return out
+
+
+def _outside(n: int, runs: list[tuple[int, int]]) -> Iterator[int]:
+    """The states 0..n-1 outside the runs [a, b)."""
+    at = 0
+    for a, b in sorted(runs):
+        yield from range(at, a)
+        at = max(at, b)
+    yield from range(at, n)
+
+
+def _spelled_body(nfa: _NFA, start: int, reachable: list[int]) -> int:
+    """The fewest single-byte tokens spelling one string of the body that starts at `start`
+    (a character of a `Counted` language: byte and epsilon edges to its rule's end), or
+    UNKNOWN where it calls anything or no single-byte tokens spell it."""
+    dist = {start: 0}
+    todo = deque([start])
+    while todo:
+        q = todo.popleft()
+        d = dist[q]
+        if nfa.calls[q]:
+            return UNKNOWN
+        if nfa.rule_end[q]:
+            return d
+        for t in nfa.eps[q]:
+            if dist.get(t, UNKNOWN) > d:
+                dist[t] = d
+                todo.appendleft(t)
+        for lo, hi, t in nfa.byte_edges[q]:
+            if reachable[hi + 1] > reachable[lo] and dist.get(t, UNKNOWN) > d + 1:
+                dist[t] = d + 1
+                todo.append(t)
+    return UNKNOWN

@@ -9,6 +9,7 @@ import json
 import random
 from functools import lru_cache
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -153,6 +154,40 @@ def test_an_http_url_bound_keeps_every_url_within_it():
         assert g.accepts(json.dumps(url)), url[:80]
     assert not g.accepts(json.dumps("http://x.org/" + "a" * 2071))
     assert not g.accepts(json.dumps("no scheme"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), budget=st.integers(8, 80), bound=st.sampled_from([65, 300, 2083]))
+def test_a_counted_format_closes_within_any_budget_it_promises(seed, budget, bound):
+    """The fewest tokens to close a document inside a counted language (found layer by layer,
+    not state by state) are a bound a decoder can trust: steered by random scores, a document
+    whose first state promised to close within the budget closes within it, and validates."""
+    schema = {"type": "object", "properties": {"url": {"type": "string", "format": "uri", "maxLength": bound}},
+              "required": ["url"], "additionalProperties": False}
+    compiled = grammar.compile(grammar.from_json_schema(schema), VOCAB)
+    m = grammar.Matcher(compiled)
+    if not m.can_complete_within(budget):
+        return
+    scores = np.random.default_rng(seed).normal(size=(64, VOCAB.size))
+    taken: list[int] = []
+    while not m.is_terminated():
+        remaining = budget - len(taken)
+        if remaining == 0:  # EOS is not counted against the budget
+            assert m.is_complete(), "the budget ran out"
+            assert m.accept_token(EOS)
+            break
+        row = scores[len(taken) % len(scores)]
+        allowed = m.next_token_mask().allowed_ids()
+        token = int(allowed[np.argmax(row[allowed])])
+        assert m.accept_token(token)
+        if not (m.is_complete() or m.can_complete_within(remaining - 1)):
+            m.rollback(1)
+            ids = m.completion_token_ids(within=remaining)
+            token = int(ids[np.argmax(row[ids])])
+            assert m.accept_token(token)
+        taken.append(token)
+    value = json.loads(VOCAB.decode([t for t in taken if t != EOS]).decode("utf-8"))
+    assert _valid(schema, value) and len([t for t in taken if t != EOS]) <= budget
 
 
 _URI_PARTS = st.sampled_from(["http", "https", "ftp", "x", "://", ":", "/", "?", "#", "@", "%20", "%", "a.b",
