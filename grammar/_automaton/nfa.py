@@ -38,7 +38,9 @@ class _NFA:
         # of the cycle collector's view, where hundreds of lists per grammar would stay in it.
         self.byte_edges: list[tuple[tuple[int, int, int], ...]] = []
         self.eps: list[tuple[int, ...]] = []
-        self.calls: list[tuple[tuple[int, int], ...]] = []  # (callee start state, return state)
+        # (callee start state, return state); a negative return state -d is the state d after
+        # the caller (a `Counted` language's counts far from its bound share their rows so).
+        self.calls: list[tuple[tuple[int, int], ...]] = []
         self.rule_end: list[bool] = []
         self.recursive = _recursive_rules(graph)
         check_left_recursion(rules, graph, self.recursive)
@@ -361,10 +363,15 @@ class _NFA:
                 ]
                 if block is not None:
                     block.shapes.append(rows)
+                # Each state's calls, their returns counted from the caller: the next layer
+                # starts right after this one, so every layer of this shape shares them.
+                size = len(layer)
+                relative = [tuple((b, i - size - at) for b, at in zip(bs, ats)) for i, (bs, ats) in enumerate(rows)]
             if block is not None:
                 block.layers.append((first, len(layer), len(block.shapes) - 1, ends))
             nxt = self._states(len(following))
-            self.calls[first : first + len(layer)] = [tuple(zip(b, map(nxt.__add__, p))) for b, p in rows]
+            assert nxt == first + len(layer)
+            self.calls[first : first + len(layer)] = relative
             if sites is not None and steady[0] <= k1 <= steady[1]:
                 self._layer_starts.append(nxt)
                 self.count_layers.append((nxt, tuple(sites[t] for t in following), k1, steady[0], steady[1]))

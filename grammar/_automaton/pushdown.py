@@ -179,6 +179,8 @@ class Automaton(ReadingMixin):
                 if nfa.calls[u]:
                     depth = stack_depth(stack)
                     for callee, ret in nfa.calls[u]:
+                        if ret < 0:
+                            ret = u - ret  # counted from the caller (see `_NFA.calls`)
                         if stack and self.is_tail_return(ret):
                             todo.append((callee, stack))  # returns where the caller would
                         elif depth < MAX_STACK_DEPTH or callee in nfa.shared_starts:

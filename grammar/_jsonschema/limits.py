@@ -51,7 +51,7 @@ LENGTH_CAP = 512  # longest string an automaton-built string language allows
 SMALL_LENGTH = 64  # up to this maxLength, patterns and lengths are intersected exactly
 
 
-COUNTED_STATES = 100_000  # automaton states x counts past which a counted length is brought down
+COUNTED_STATES = 200_000  # automaton states x counts past which a counted length is brought down
 
 EXACT_LENGTH_STATES = 4_000  # product states past which a length is spread over a language's parts
 

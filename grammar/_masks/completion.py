@@ -277,7 +277,7 @@ class Completion:
                 users[t].append(q)
             for callee, ret in nfa.calls[q]:
                 users[callee].append(q)
-                users[ret].append(q)
+                users[ret if ret >= 0 else q - ret].append(q)
         to_end = [UNKNOWN] * n
         pushes = [0] * n
         heap = []
@@ -303,6 +303,8 @@ class Completion:
                     if to_end[t] < best:
                         best, deep = to_end[t], pushes[t]
                 for callee, ret in nfa.calls[p]:
+                    if ret < 0:
+                        ret = p - ret  # counted from the caller (see `_NFA.calls`)
                     cost = to_end[callee] + to_end[ret]
                     if cost < best:
                         # A tail call pushes no frame (see `Automaton.is_tail_return`).

@@ -1,7 +1,8 @@
 """Formats with length bounds: every checked format with a `minLength` or `maxLength` compiles
-within the usual limits (the bound spread over the format's parts, not multiplied into its
-automaton), random walks of the matcher finish documents the validator accepts, and no text
-outside the bounds or the format is accepted."""
+within the usual limits (past 64 the length counted beside the format's automaton, not
+multiplied into it), random walks of the matcher finish documents the validator accepts, no
+text outside the bounds or the format is accepted, and every value the validator takes within a
+bound is accepted."""
 
 from __future__ import annotations
 
