@@ -99,7 +99,7 @@ class Scheduler:
 
     def _work_step(self) -> bool:
         """Admit, then step the running sequences; False once there is nothing left to do."""
-        self._admit()
+        tried = self._admit()
         active = [slot for slot in self._slots if slot.sequence is not None]
         if active:
             self._step(active)
@@ -109,11 +109,14 @@ class Scheduler:
                 self._worker = None
                 self._wake.notify_all()
                 return False
+            if not any(sequence is self._waiting[0] for sequence in tried):
+                return True  # submitted after this admission looked: it gets its own try first
             head = self._waiting.popleft()  # nothing runs and it still cannot start: it never will
         head.fail(RuntimeFailure(f"{self._model.name}: the request cannot be started (no slot or cache room)"))
         return True
 
-    def _admit(self) -> None:
+    def _admit(self) -> list[Sequence]:
+        """Start the waiting sequences that fit, in order; returns the ones it saw waiting."""
         with self._wake:
             for sequence in [s for s in self._waiting if s.cancel.is_set()]:
                 self._waiting.remove(sequence)
@@ -129,6 +132,7 @@ class Scheduler:
                 break
             with self._wake:
                 self._waiting.remove(sequence)
+        return candidates
 
     def _place(self, sequence: Sequence) -> bool:
         """Start `sequence` in a free slot if one is free and the cache has room; else False."""

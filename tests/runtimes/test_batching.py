@@ -138,6 +138,25 @@ async def test_calls_wait_for_cache_room_and_all_finish():
     assert max(runtime.batch_sizes) <= 400 // (prompt + 60)
 
 
+async def test_a_call_queued_while_an_admission_looks_is_started_not_failed(monkeypatch):
+    """The decoder admits what waits, then, with nothing running, fails the head of the queue
+    as one that can never start. A call queued between the two was never tried: it is tried
+    on the next pass, not failed (under load, concurrent calls met this)."""
+    runtime = RandomRuntime(seed=4, max_batch=2)
+    scheduler = runtime._scheduler
+    admit = scheduler._admit
+    calls = []
+
+    def looks_too_early():  # the first admission saw the queue before the call came
+        calls.append(None)
+        return [] if len(calls) == 1 else admit()
+
+    monkeypatch.setattr(scheduler, "_admit", looks_too_early)
+    generation = await runtime.generate(PREFIX + "text", grammar=RECORD, max_tokens=40, temperature=0.0,
+                                        heal=False)
+    assert generation.finish_reason == "grammar_complete" and len(calls) > 1
+
+
 async def test_streams_in_a_batch_deliver_their_own_text():
     runtime = RandomRuntime(seed=6, max_batch=3)
 
