@@ -370,7 +370,7 @@ class _NFA:
             if block is not None:
                 block.layers.append((first, len(layer), len(block.shapes) - 1, ends))
             nxt = self._states(len(following))
-            assert nxt == first + len(layer)
+            assert nxt == first + len(layer), "a layer's states must follow the last layer's"
             self.calls[first : first + len(layer)] = relative
             if sites is not None and steady[0] <= k1 <= steady[1]:
                 self._layer_starts.append(nxt)

@@ -75,6 +75,6 @@ def _liveness(targets: tuple[tuple[int, ...], ...], final: tuple[bool, ...], lo:
 def counted(moves: list[list[tuple[Node, int]]], final: list[bool], lo: int, hi: int | None, fallback: Node) -> Node:
     """A `Counted` node (NOTHING where no string of the language is lo..hi characters long)."""
     node = Counted(tuple(tuple(row) for row in moves), tuple(final), lo, hi, fallback)
-    if hi is not None and hi < lo or not liveness(node).live[0] & 1:
+    if (hi is not None and hi < lo) or not liveness(node).live[0] & 1:
         return NOTHING
     return node
