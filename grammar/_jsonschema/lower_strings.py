@@ -102,7 +102,8 @@ class StringLoweringMixin:
                         return NOTHING
                 dfa = format_automaton(f.formats[0][0], most) if f.formats else _automaton_of(node)
                 if dfa is not None:
-                    found = counted_language(dfa, f.min_len, most, lambda lo, hi: within(node, lo, hi))
+                    found = counted_language(dfa, f.min_len, most, lambda lo, hi: within(node, lo, hi),
+                                             shorten=bool(f.formats))
                     if found is not None:
                         return found
                 fitted = within(node, f.min_len, most)  # too large to count: spread
@@ -135,14 +136,18 @@ class StringLoweringMixin:
 
 
 def counted_language(dfa: lang.DFA, lo: int, hi: int | None,
-                     spread: Callable[[int, int | None], Node | None]) -> Node | None:
+                     spread: Callable[[int, int | None], Node | None], shorten: bool) -> Node | None:
     """The strings of `dfa`'s language of lo..hi code points, the length counted beside the
     automaton (see `Counted`), with `spread(lo, hi)` as the fallback for back ends that cannot count;
-    None where even the counts up to `lo` would make more than `COUNTED_STATES` states. Past
-    that many, `hi` is brought down to what fits: a sub-language, so still sound."""
+    None where the counts would make more than `COUNTED_STATES` states, unless `shorten`: then
+    `hi` is brought down to what fits (a sub-language, so still sound; a format's automaton is
+    small, so only a bound far past its values is cut, where a large pattern's would be cut to
+    a few characters and a spread over its parts keeps more)."""
     if dfa.size * (lo + 1) > COUNTED_STATES:
         return None
     if hi is not None and dfa.size * (hi + 1) > COUNTED_STATES:
+        if not shorten:
+            return None
         hi = COUNTED_STATES // dfa.size - 1
     moves = []
     for row in dfa.edges:

@@ -245,6 +245,14 @@ def test_a_hostname_under_a_longer_bound_is_held_exactly(labels, dot, bound, pad
     assert g.accepts(json.dumps(text)) == _valid(_schema("hostname", "maxLength", bound), text), (bound, text)
 
 
+def test_a_large_pattern_under_a_long_bound_is_spread_not_cut_short():
+    """A pattern whose automaton times the bound would not fit the count keeps its length
+    spread over its parts, not a count cut down to a few dozen characters."""
+    g = grammar.from_json_schema({"type": "string", "pattern": "^(?:[a-z]{1,30}[0-9]{1,30}-){1,50}$", "maxLength": 5000})
+    assert g.accepts(json.dumps("abc123-" * 40))
+    assert not g.accepts(json.dumps("abc123-" * 40 + "!"))
+
+
 def test_a_hostname_bound_keeps_a_three_label_name():
     g = grammar.from_json_schema({"type": "string", "format": "hostname", "maxLength": 60})
     assert g.accepts('"www.example.com"')
