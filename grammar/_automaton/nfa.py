@@ -48,6 +48,7 @@ class _NFA:
         self.starts: dict[str, int] = {}
         self.pending: list[tuple[Node, int, tuple[str, ...]]] = []  # (rule or body, its start, inlining)
         self.bodies: dict[Node, int] = {}  # items of long counted repeats, emitted once and called
+        self.counted_bodies: dict[Counted, int] = {}  # `Counted` languages, likewise
         # Return state of a call of a body -> (repeat, copies made on return, min, max): what
         # lets states that differ only in counts far from both bounds share a mask.
         self.counted: dict[int, tuple[int, int, int, int | None]] = {}
@@ -80,6 +81,7 @@ class _NFA:
         # language.
         self.shared_starts = {self.starts[name] for name in self.shared if name in self.starts}
         self.shared_starts.update(self.bodies.values())
+        self.shared_starts.update(self.counted_bodies.values())
         # The byte each state reads where it is a *link* of a literal (one single-byte edge,
         # nothing else: a configuration there has one successor, a configuration again), else -1.
         self.link_bytes = [
@@ -295,7 +297,15 @@ class _NFA:
                 self.count_sites[site] = (body, end)
             return end
         if isinstance(node, Counted):
-            return self._emit_counted(node, s, inlining)
+            # Thousands of states: emitted once and called wherever it is used (the same URL
+            # argument of many tools, each compiled apart, is one language).
+            start = self.counted_bodies.get(node)
+            if start is None:
+                start = self.counted_bodies[node] = self.new()
+                self.rule_end[self._emit_counted(node, start, inlining)] = True
+            ret = self.new()
+            self.calls[s] += ((start, ret),)
+            return ret
         if isinstance(node, Ref):
             if node.name not in self.rules.rules:
                 raise CompileError(f"rule {node.name!r} is not defined", keyword="ref")

@@ -245,6 +245,17 @@ def test_a_hostname_under_a_longer_bound_is_held_exactly(labels, dot, bound, pad
     assert g.accepts(json.dumps(text)) == _valid(_schema("hostname", "maxLength", bound), text), (bound, text)
 
 
+def test_one_counted_language_used_by_many_tools_is_built_once():
+    """Tools compiled apart may share an argument's counted language (a URL under 2,083): it
+    is built once and called, so nine such tools fit where nine copies would not."""
+    schema = {"type": "object", "properties": {"url": {"type": "string", "format": "uri", "maxLength": 2083}},
+              "required": ["url"], "additionalProperties": False}
+    tools = [grammar.ToolSchema(f"fetch_{i}", schema) for i in range(9)]
+    compiled = grammar.compile(grammar.tool_calls_or_text(tools), VOCAB)
+    assert grammar.Matcher(compiled).next_token_mask().count > 0
+    assert len(compiled.automaton.nfa.counted_blocks) == 1
+
+
 def test_a_large_pattern_under_a_long_bound_is_spread_not_cut_short():
     """A pattern whose automaton times the bound would not fit the count keeps its length
     spread over its parts, not a count cut down to a few dozen characters."""
