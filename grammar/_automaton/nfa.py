@@ -37,6 +37,9 @@ class _NFA:
         # Each state's edges are tuples, extended as they are added: tuples of numbers drop out
         # of the cycle collector's view, where hundreds of lists per grammar would stay in it.
         self.byte_edges: list[tuple[tuple[int, int, int], ...]] = []
+        # The states with byte edges, in the order they got their first: a `Counted` language
+        # makes tens of thousands of states that only call, so scans for byte edges go here.
+        self.readers: list[int] = []
         self.eps: list[tuple[int, ...]] = []
         # (callee start state, return state); a negative return state -d is the state d after
         # the caller (a `Counted` language's counts far from its bound share their rows so).
@@ -84,11 +87,12 @@ class _NFA:
         self.shared_starts.update(self.counted_bodies.values())
         # The byte each state reads where it is a *link* of a literal (one single-byte edge,
         # nothing else: a configuration there has one successor, a configuration again), else -1.
-        self.link_bytes = [
-            edges[0][0] if len(edges) == 1 and edges[0][0] == edges[0][1] and not eps and not calls and not end
-            else -1
-            for edges, eps, calls, end in zip(self.byte_edges, self.eps, self.calls, self.rule_end)
-        ]
+        self.link_bytes = [-1] * len(self.eps)
+        for q in self.readers:
+            edges = self.byte_edges[q]
+            if len(edges) == 1 and edges[0][0] == edges[0][1] and not self.eps[q] and not self.calls[q] \
+                    and not self.rule_end[q]:
+                self.link_bytes[q] = edges[0][0]
         self.link_bytes[self.root_end] = -1
 
     def _fewest_states(self) -> int:
@@ -176,8 +180,9 @@ class _NFA:
         """Fresh states reading `data` one byte each from state `s`; returns the last."""
         n = len(data)
         first = self._room_for(n)
-        self.byte_edges[s] += ((data[0], data[0], first),)
+        self._read(s, (data[0], data[0], first))
         self.byte_edges += [((b, b, first + i),) for i, b in enumerate(data[1:], 1)]
+        self.readers += range(first, first + n - 1)
         self.byte_edges.append(())
         self.eps += [()] * n
         self.calls += [()] * n
@@ -340,14 +345,15 @@ class _NFA:
         block = CountedBlock(first, end, [], []) if node.max is not None else None
         if block is not None:
             self.counted_blocks.append(block)
+        ending: dict[tuple[tuple[int, ...], int], tuple[tuple[int, ...], int]] = {}  # see `_ending`
         while True:
             exits = live.exits(k)
             ends = 0  # the places in the layer where the language may end
             if exits:
-                for i, q in enumerate(layer):
-                    if exits >> q & 1:
-                        self.eps[first + i] += (end,)
-                        ends |= 1 << i
+                places, ends = _ending(ending, layer, exits)
+                eps = self.eps
+                for i in places:
+                    eps[first + i] += (end,)
             if (node.max is not None and k == node.max) or not layer:
                 if block is not None:
                     block.layers.append((first, len(layer), -1, ends))
@@ -377,6 +383,8 @@ class _NFA:
                 # starts right after this one, so every layer of this shape shares them.
                 size = len(layer)
                 relative = [tuple((b, i - size - at) for b, at in zip(bs, ats)) for i, (bs, ats) in enumerate(rows)]
+                if sites is not None:
+                    following_sites = tuple(sites[t] for t in following)
             if block is not None:
                 block.layers.append((first, len(layer), len(block.shapes) - 1, ends))
             nxt = self._states(len(following))
@@ -384,7 +392,7 @@ class _NFA:
             self.calls[first : first + len(layer)] = relative
             if sites is not None and steady[0] <= k1 <= steady[1]:
                 self._layer_starts.append(nxt)
-                self.count_layers.append((nxt, tuple(sites[t] for t in following), k1, steady[0], steady[1]))
+                self.count_layers.append((nxt, following_sites, k1, steady[0], steady[1]))
             layer, first, k = following, nxt, k1
 
     @property
@@ -445,13 +453,19 @@ class _NFA:
         """States for `shape` (see `utf8_shape`) from `s` to `end`, one per distinct subshape."""
         for (lo, hi), rest in shape:
             if rest is None:
-                self.byte_edges[s] += ((lo, hi, end),)
+                self._read(s, (lo, hi, end))
                 continue
             t = made.get(id(rest))
             if t is None:
                 t = made[id(rest)] = self.new()
                 self._emit_shape(rest, t, end, made)
-            self.byte_edges[s] += ((lo, hi, t),)
+            self._read(s, (lo, hi, t))
+
+    def _read(self, s: int, edge: tuple[int, int, int]) -> None:
+        """Add byte edge `edge` (first byte, last byte, target) to state `s`."""
+        if not self.byte_edges[s]:
+            self.readers.append(s)
+        self.byte_edges[s] += (edge,)
 
 
 def node_depth(node: Node) -> int:
@@ -526,6 +540,16 @@ class CountedBlock:
 
 def _too_large() -> LimitError:
     return LimitError(f"grammar too large: more than {MAX_NFA_STATES} automaton states", keyword="size")
+
+
+def _ending(memo: dict, layer: tuple[int, ...], exits: int) -> tuple[tuple[int, ...], int]:
+    """The places in `layer` of its states in `exits` (a bit each), and those places as bits;
+    `memo` keeps them per layer and exits, as most counts repeat one."""
+    found = memo.get((layer, exits))
+    if found is None:
+        places = tuple(i for i, q in enumerate(layer) if exits >> q & 1)
+        found = memo[(layer, exits)] = (places, sum(1 << i for i in places))
+    return found
 
 
 def _targets(states: tuple[int, ...], bodies: list[list[tuple[int, int]]], live: int) -> tuple[int, ...]:

@@ -53,8 +53,8 @@ class Automaton(ReadingMixin):
 
     def _classes(self, nfa: _NFA) -> None:
         """Partition 0..255 into classes the NFA never tells apart."""
-        los = {lo for edges in nfa.byte_edges for lo, _, _ in edges}
-        his = {hi for edges in nfa.byte_edges for _, hi, _ in edges}
+        los = {lo for q in nfa.readers for lo, _, _ in nfa.byte_edges[q]}
+        his = {hi for q in nfa.readers for _, hi, _ in nfa.byte_edges[q]}
         bounds = sorted(los.union([hi + 1 for hi in his], (0, 256)))
         self.class_of = np.repeat(np.arange(len(bounds) - 1, dtype=np.int32), np.diff(bounds))
         self.class_list = self.class_of.tolist()
