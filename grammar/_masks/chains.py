@@ -98,6 +98,9 @@ class ChainsMixin:
         a string's first character (one state before the loop: the entry walk's). A chain
         longer than every token (a long pattern's count, far from its bound), or ending in a
         state the class loops on (a minimum length without a maximum), reads `reach`."""
+        periodic = self._count_periodic(state, links)
+        if periodic is not None:
+            return reach, None, periodic
         key = (links.tobytes(), state)
         chain = self._chain_at.get(key)
         if chain is None:
@@ -118,6 +121,25 @@ class ChainsMixin:
         if residues.count(residues[0]) == len(residues):
             return steps, residues[0], None
         return steps, None, np.logical_or.reduce(chain.reads[i:last + 1])
+
+    def _count_periodic(self, state: int, links: np.ndarray) -> np.ndarray | None:
+        """The bytes `state` reads, where it stands far from the bounds of a count (a
+        `Counted` language's, or a repeat's) and the class `links` leads it to a state that
+        differs from it only in that count: every state along its chain within a token's
+        reach is then the same but for the count, which no token brings to a bound (see
+        `_far_counts_key`), so each reads the same bytes and the chain is longer than any
+        token, found without following it. Else None."""
+        if not self.automaton.nfa.has_counts:
+            return None
+        key = self._far_counts_key(state)
+        if key is None:
+            return None
+        row = self.automaton.byte_row(state)
+        on = row[links]
+        nxt = int(on[0])
+        if nxt < 0 or nxt == state or (on != nxt).any() or self._far_counts_key(nxt) != key:
+            return None
+        return row >= 0
 
     def _follow_chain(self, chain: _Chain, links_key: bytes, links: np.ndarray, length: int) -> None:
         """Follow `chain` until it holds `length` states or stops, noting each state's reads

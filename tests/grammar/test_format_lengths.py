@@ -317,3 +317,27 @@ def test_an_unanchored_class_with_bounds_holds_each_place_of_its_first_occurrenc
     assert valid or not held, (schema, text)
     if before < 4:
         assert held == valid, (schema, len(text))
+
+
+@pytest.mark.parametrize(
+    "name, prefix",
+    [
+        ("uri", "https://docs.example.org/guides/structured"),
+        ("uri", "urn:isbn:0451450523"),
+        ("email", "ann.lee"),
+        ("json-pointer", "/definitions/a"),
+        ("uri-reference", "../guides/x"),
+    ],
+)
+def test_a_counted_format_far_from_its_bound_agrees_with_every_token(smollm2_vocabulary, name, prefix):
+    """Far from the bound every count of a state allows the same tokens, and a class that
+    leads it on a count is taken to go on past any token without being followed: a real
+    vocabulary's tokens, each stepped, say whether that was right."""
+    schema = {"type": "string", "format": name, "maxLength": 2083}
+    m = grammar.Matcher(grammar.compile(grammar.from_json_schema(schema), smollm2_vocabulary))
+    assert m.accept_bytes(b'"' + prefix.encode())
+    allowed = set()
+    for token in range(smollm2_vocabulary.size):
+        if m.fork().accept_token(token):
+            allowed.add(token)
+    assert set(m.next_token_mask().allowed_ids().tolist()) == allowed
