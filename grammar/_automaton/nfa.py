@@ -345,15 +345,15 @@ class _NFA:
         block = CountedBlock(first, end, [], []) if node.max is not None else None
         if block is not None:
             self.counted_blocks.append(block)
-        ending: dict[tuple[tuple[int, ...], int], tuple[tuple[int, ...], int]] = {}  # see `_ending`
+        ending: tuple = ((), 0, 0, [])  # (layer, exits, ends, the layer's epsilon edges) last made
         while True:
             exits = live.exits(k)
             ends = 0  # the places in the layer where the language may end
             if exits:
-                places, ends = _ending(ending, layer, exits)
-                eps = self.eps
-                for i in places:
-                    eps[first + i] += (end,)
+                if ending[0] is not layer or ending[1] != exits:  # most counts repeat the last
+                    ending = (layer, exits, *_ending(layer, exits, end))
+                ends = ending[2]
+                self.eps[first : first + len(layer)] = ending[3]  # a layer's states are new: no edges yet
             if (node.max is not None and k == node.max) or not layer:
                 if block is not None:
                     block.layers.append((first, len(layer), -1, ends))
@@ -542,14 +542,11 @@ def _too_large() -> LimitError:
     return LimitError(f"grammar too large: more than {MAX_NFA_STATES} automaton states", keyword="size")
 
 
-def _ending(memo: dict, layer: tuple[int, ...], exits: int) -> tuple[tuple[int, ...], int]:
-    """The places in `layer` of its states in `exits` (a bit each), and those places as bits;
-    `memo` keeps them per layer and exits, as most counts repeat one."""
-    found = memo.get((layer, exits))
-    if found is None:
-        places = tuple(i for i, q in enumerate(layer) if exits >> q & 1)
-        found = memo[(layer, exits)] = (places, sum(1 << i for i in places))
-    return found
+def _ending(layer: tuple[int, ...], exits: int, end: int) -> tuple[int, list[tuple[int, ...]]]:
+    """The places in `layer` of its states in `exits` (a bit each) as bits, and the epsilon
+    edges of the layer's states: to `end` at those places."""
+    edges = [(end,) if exits >> q & 1 else () for q in layer]
+    return sum(1 << i for i, e in enumerate(edges) if e), edges
 
 
 def _targets(states: tuple[int, ...], bodies: list[list[tuple[int, int]]], live: int) -> tuple[int, ...]:
