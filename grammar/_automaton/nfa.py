@@ -373,16 +373,17 @@ class _NFA:
                 shape = (layer, ahead)
                 following = _targets(layer, bodies, ahead)
                 at = {t: i for i, t in enumerate(following)}
-                rows = [
-                    (tuple(b for b, t in bodies[q] if ahead >> t & 1), tuple(at[t] for _, t in bodies[q] if ahead >> t & 1))
-                    for q in layer
-                ]
-                if block is not None:
-                    block.shapes.append(rows)
                 # Each state's calls, their returns counted from the caller: the next layer
                 # starts right after this one, so every layer of this shape shares them.
                 size = len(layer)
-                relative = [tuple((b, i - size - at) for b, at in zip(bs, ats)) for i, (bs, ats) in enumerate(rows)]
+                relative = [
+                    tuple([(b, i - size - at[t]) for b, t in bodies[q] if ahead >> t & 1]) for i, q in enumerate(layer)
+                ]
+                if block is not None:  # per state, the bodies called and their returns' places
+                    block.shapes.append([
+                        (tuple([b for b, _ in calls]), tuple([i - size - r for _, r in calls]))
+                        for i, calls in enumerate(relative)
+                    ])
                 if sites is not None:
                     following_sites = tuple(sites[t] for t in following)
             if block is not None:
