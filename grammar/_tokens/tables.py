@@ -190,6 +190,12 @@ class TokenTables:
         cur = np.zeros(n, dtype=np.int32)  # the state of each token's character in progress
         dead = np.zeros(n, dtype=bool)
         left = np.full(n, -1, dtype=np.int64)  # offset where a token leaves the repeat
+        if table.shape[0] == 1 and (table[0][first] == -2).all():
+            # Each byte of the class a character (a chain's): a token stays until its first
+            # byte outside the class, and every byte it read before is a character.
+            self._leaving_offsets(first, left)
+            count[:] = np.where(left >= 0, left, self.lens)
+            return self._profile_of(table, first, count, cur, dead, left)
         active = np.arange(n)
         for p in range(self.matrix.shape[0]):
             active = active[self.lens[active] > p]
@@ -210,6 +216,24 @@ class TokenTables:
             count[active[whole]] += 1
             nxt[whole] = 0
             cur[active] = nxt
+        return self._profile_of(table, first, count, cur, dead, left)
+
+    def _leaving_offsets(self, first: np.ndarray, left: np.ndarray) -> None:
+        """Write into `left` each token's offset of its first byte outside `first` (the
+        token's order), where it has one."""
+        active = np.arange(self.order.size)
+        for p in range(self.matrix.shape[0]):
+            active = active[self.lens[active] > p]
+            if not active.size:
+                return
+            leaving = ~first[self.matrix[p, active]]
+            left[active[leaving]] = p
+            active = active[~leaving]
+
+    def _profile_of(self, table: np.ndarray, first: np.ndarray, count: np.ndarray, cur: np.ndarray,
+                    dead: np.ndarray, left: np.ndarray) -> CharacterProfile:
+        """The profile from each short token's walk (characters read, the state of one in
+        progress, dead, the offset where it leaves), the long tokens walked one by one."""
         inside = ~dead & (left < 0)
         need_by_id = np.full(self.size, -1, dtype=np.int64)
         need_by_id[self.order[inside]] = count[inside] + (cur[inside] != 0)

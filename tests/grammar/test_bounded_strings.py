@@ -217,3 +217,18 @@ def test_profiles_made_on_many_threads_at_once_are_the_profiles_made_alone(smoll
         alone = tables._character_profile(table(letters))
         assert np.array_equal(found.needs, alone.needs) and found.reach == alone.reach
     assert len(tables._profiles) == _PROFILES
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(letters=st.sets(st.integers(0, 255), min_size=1, max_size=255))
+def test_a_class_of_one_byte_characters_is_profiled_as_the_general_walk_profiles_it(smollm2_vocabulary, letters):
+    """A chain's class (each byte a character) is profiled by a search for each token's first
+    byte outside it; a second, unreachable state sends the same class down the general walk."""
+    tables = grammar.compile(grammar.from_json_schema({"type": "string"}), smollm2_vocabulary).tables
+    one = np.full((1, 256), -1, dtype=np.int32)
+    one[0, sorted(letters)] = -2
+    two = np.vstack([one, np.full((1, 256), -1, dtype=np.int32)])
+    fast, general = tables._character_profile(one), tables._character_profile(two)
+    for name in fast.__dataclass_fields__:
+        a, b = getattr(fast, name), getattr(general, name)
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, name
