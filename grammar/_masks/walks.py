@@ -116,21 +116,25 @@ class WalksMixin:
             if not counts.size or counts.max() < _LOOP_BYTES or len(chain) > _ENTRY_STEPS:
                 return None
             nxt = int(targets[counts.argmax()])
-            if nxt in chain or a.exits[nxt]:
-                return None  # a token could cross the end of a frame along the way: walk them
+            if nxt in chain:
+                return None
             chain.append(nxt)
             rows.append(a.byte_row(nxt))
             loop = self._loop_class(nxt, rows[-1])
             if loop is not None:
                 break
+            if a.exits[nxt]:
+                return None  # a token could cross the end of a frame along the way: walk them
         loop_state, steps = chain[-1], len(chain) - 1
-        if steps > t.matrix.shape[0]:
+        if steps > t.matrix.shape[0] or (a.exits[loop_state] and track is None):
             return None
         loops_utf8 = self._loops_on_utf8(loop_state)
         utf8_through = steps == 1 and loops_utf8 and self._utf8_leads_to(state, loop_state)
         plan = t.entry_plan([rows[j] == chain[j + 1] for j in range(steps)], loop, rows[-1][:128] == loop_state,
                             loops_utf8, utf8_through, row_np >= 0)
         walked, walked_ends = self._from_loop(loop_state, loop, plan.go_on, track)
+        if a.exits[loop_state]:
+            self._note_crossings_in_loop(loop, plan.go_on, steps, track)
         rest, rest_ends = self._walk(state, plan.rest, track=track)
         if track is not None and track.passed is not None:
             track.passed.append(np.array(chain[1:], np.int32))
@@ -142,6 +146,17 @@ class WalksMixin:
         end_of[rest] = rest_ends
         positions = np.flatnonzero(end_of >= 0)
         return positions, end_of[positions]
+
+    def _note_crossings_in_loop(self, loop: LoopClass, go_on: np.ndarray, steps: int, track: _Track) -> None:
+        """Note on `track` the tokens walked on from a loop state where the frame may end: each
+        stands there with bytes to go from the chain's end (`steps`) up to its first byte that
+        may not loop, where the walk from the loop state picks it up (and notes the rest)."""
+        positions = loop.other_positions[go_on]
+        skips = loop.other_skip[go_on].astype(np.int64)
+        for offset in range(max(steps, 1), int(skips.max(initial=0)) + 1):
+            at = skips >= offset
+            if at.any():
+                track.exits.append((positions[at], np.full(np.count_nonzero(at), offset, np.int64)))
 
     def _from_loop(self, loop_state: int, loop: LoopClass, go_on: np.ndarray, track: _Track | None
                    ) -> tuple[np.ndarray, np.ndarray]:

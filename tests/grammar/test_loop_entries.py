@@ -85,6 +85,30 @@ def test_a_string_s_first_characters_agree_with_every_token(smollm2_vocabulary, 
     assert np.array_equal(np.sort(allowed), allowed)
 
 
+_DECLARED = {"library": {"type": "string"}, "destination": {"type": "string"}}
+_LIBRARY = {"type": "object", "properties": _DECLARED, "required": ["library"]}
+_DESTINATION = {"type": "object", "properties": _DECLARED, "required": ["destination"]}
+
+
+@pytest.mark.parametrize(
+    "schema,prefix",
+    [
+        ({"anyOf": [_LIBRARY, _DESTINATION]}, b'{"library":"x","'),
+        ({"type": "object", "properties": {"a": _LIBRARY, "b": _DESTINATION}}, b'{"a":{"library":"x","'),
+    ],
+)
+def test_an_open_object_s_key_agrees_with_every_token(smollm2_vocabulary, schema, prefix):
+    """A key of an open object: besides the declared keys left, any other key, whose text is
+    one rule wherever objects declare the same keys (here two), called, so its frame may end
+    anywhere inside it and a token such as `s":` goes on past the key's end. The loop's class
+    answers the rest."""
+    m = grammar.Matcher(grammar.compile(grammar.from_json_schema(schema), smollm2_vocabulary))
+    assert m.accept_bytes(prefix)
+    allowed = m.next_token_mask().allowed_ids()
+    assert allowed.size > 1000
+    assert set(allowed.tolist()) == _brute_force(m, smollm2_vocabulary.size)
+
+
 @st.composite
 def chains_into_loops(draw) -> tuple[dict, bytes]:
     """A pattern's class repeated at least `minLength` times (a chain of states, one per
