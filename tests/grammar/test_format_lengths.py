@@ -20,6 +20,7 @@ import grammar
 from grammar import CompileError, Vocabulary
 from grammar._jsonschema.formats import CHECKED, format_language
 from grammar._jsonschema.lengths import node_lengths
+from test_matcher import _budget_steered
 
 EOS = 0
 FORMATS = sorted(CHECKED["draft2020-12"])
@@ -170,25 +171,9 @@ def test_a_counted_format_closes_within_any_budget_it_promises(seed, budget, bou
     if not m.can_complete_within(budget):
         return
     scores = np.random.default_rng(seed).normal(size=(64, VOCAB.size))
-    taken: list[int] = []
-    while not m.is_terminated():
-        remaining = budget - len(taken)
-        if remaining == 0:  # EOS is not counted against the budget
-            assert m.is_complete(), "the budget ran out"
-            assert m.accept_token(EOS)
-            break
-        row = scores[len(taken) % len(scores)]
-        allowed = m.next_token_mask().allowed_ids()
-        token = int(allowed[np.argmax(row[allowed])])
-        assert m.accept_token(token)
-        if not (m.is_complete() or m.can_complete_within(remaining - 1)):
-            m.rollback(1)
-            ids = m.completion_token_ids(within=remaining)
-            token = int(ids[np.argmax(row[ids])])
-            assert m.accept_token(token)
-        taken.append(token)
-    value = json.loads(VOCAB.decode([t for t in taken if t != EOS]).decode("utf-8"))
-    assert _valid(schema, value) and len([t for t in taken if t != EOS]) <= budget
+    written = [t for t in _budget_steered(m, scores, budget) if t != EOS]  # EOS is not counted against the budget
+    assert len(written) <= budget, "the budget ran out"
+    assert _valid(schema, json.loads(VOCAB.decode(written).decode("utf-8")))
 
 
 _URI_PARTS = st.sampled_from(["http", "https", "ftp", "x", "://", ":", "/", "?", "#", "@", "%20", "%", "a.b",
