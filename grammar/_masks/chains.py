@@ -44,7 +44,7 @@ class _Chain:
 class ChainsMixin:
     """The masks of chains (a part of `CompiledGrammar`)."""
 
-    def _chain_mask(self, state: int, accepting: bool) -> StateMask | None:
+    def _chain_mask(self, state: int, accepting: bool, into_loops: bool = True) -> StateMask | None:
         """The mask of a state that starts a chain: the tokens made only of the class that fit
         the chain's length, from the vocabulary's profile of the class, and the others that
         may be allowed (walked, or, where the chain leaves the class alike within their reach,
@@ -63,7 +63,7 @@ class ChainsMixin:
         table = np.full((1, 256), -1, dtype=np.int32)
         table[0, links] = -2  # each byte of the class is one step along the chain
         profile = t.character_profile(table)
-        along = self._chain_along(state, links, profile.reach)
+        along = self._chain_along(state, links, profile.reach, into_loops)
         if along is None:
             return None
         steps, residue, reads = along
@@ -88,7 +88,7 @@ class ChainsMixin:
         allowed[long_kept] = True
         return self._vector_mask(allowed, accepting)
 
-    def _chain_along(self, state: int, links: np.ndarray, reach: int
+    def _chain_along(self, state: int, links: np.ndarray, reach: int, into_loops: bool
                      ) -> tuple[int, int | None, np.ndarray | None] | None:
         """How many bytes of the class `links` can be read from `state` on, each of the class
         leading to one state; the residue all those states share, or None where they differ;
@@ -113,7 +113,7 @@ class ChainsMixin:
             steps = reach
         elif chain.stop == _ENDS:
             steps = last - i
-        elif chain.stop == _LOOPS and last - i >= 2:
+        elif chain.stop == _LOOPS and last - i >= 2 and into_loops:
             steps = reach
         else:
             return None

@@ -209,12 +209,12 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
             if counted is not None:
                 return "counted", counted
         framed = a.frame_split(state) if self._framed else None
-        # With recursion a state inside a call is left to its frame (whose token sets every
-        # place that calls the rule shares); outside every call it may be a chain all the same
-        # (a long pattern beside members that take any JSON value).
-        if ((not a.nfa.recursive or (framed is None and a.depths[state] < MAX_STACK_DEPTH))
+        # With recursion a string's head inside a call is left to its frame (whose token sets
+        # every place that calls the rule shares); a count (a pattern under a length) is a
+        # chain wherever it stands, as a chain's profile outruns a walk of every token.
+        if ((not a.nfa.recursive or a.depths[state] < MAX_STACK_DEPTH)
                 and sum(b1 - b0 for b0, b1 in a.byte_spans(state)) >= _LOOP_BYTES):
-            chained = self._chain_mask(state, accepting)
+            chained = self._chain_mask(state, accepting, framed is None or not a.nfa.recursive)
             if chained is not None:
                 return "chained", chained
         if framed is not None:

@@ -106,6 +106,27 @@ def test_a_long_pattern_beside_any_other_member_is_chained_exactly(pattern, most
     _walk_checking_every_mask(compiled, schema, data)
 
 
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=st.sampled_from(["^[a-z0-9_.]+$", "^[a-z ]+$", "^ab[a-z]*$"]), most=st.integers(9, 60),
+       data=st.data())
+def test_a_bounded_pattern_inside_a_call_is_chained_exactly(pattern, most, data):
+    """A bounded pattern's string called as a rule (an array's items) in a grammar with
+    recursion (a member of any JSON value): its counts are chains, as outside every call,
+    not a walk of the vocabulary per count shared by the rule's callers; every mask is what
+    stepping decides."""
+    code = {"type": "string", "pattern": pattern, "maxLength": most}
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": code}, "v": {}},
+              "required": ["a", "v"], "additionalProperties": False}
+    compiled = _compiled(schema, VOCAB)
+    inside = grammar.Matcher(compiled)
+    for byte in b'{"a":["ab':
+        assert inside.accept_token(VOCAB.tokens.index(bytes([byte])))
+    assert compiled.automaton.frame_split(inside.state) is not None, "the string is no longer a call"
+    inside.next_token_mask()
+    assert compiled.profile.paths["chained"] == 1 and not compiled.profile.paths["framed"]
+    _walk_checking_every_mask(compiled, schema, data)
+
+
 def _walk_checking_every_mask(compiled: grammar.CompiledGrammar, schema: dict, data) -> None:
     """A random walk, then the shortest way to the end: at each step the mask is what stepping
     every token decides; the walk ends, and its document validates."""
