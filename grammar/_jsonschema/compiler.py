@@ -117,8 +117,10 @@ class _Compiler(ContextMixin, GraphMixin, ExpansionMixin, NegationMixin, Merging
             raise LimitError("schema nests too deeply", pointer=conj[0].pointer) from None
         finally:
             del self._pending[key]
-        if name in self._recursive or _size(node) > 40:
+        if name in self._recursive:
             node = self.rule(name, node)
+        elif _size(node) > 40:
+            node = self.shared(node, "v")
         self._compiled[key] = node
         if vertex.leaf:
             self._lowering_notes[key] = self.notes_since(mark)
