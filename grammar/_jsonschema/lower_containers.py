@@ -166,7 +166,8 @@ class ContainerLoweringMixin:
             if not patterns and names_language is None:
                 names_key = frozenset(declared)
                 if names_key not in self._exclusions:
-                    self._exclusions[names_key] = excluding_text(declared, self.rule, self.name("key"))
+                    tag = self.name("key")
+                    self._exclusions[names_key] = self.rule(tag, excluding_text(declared, self.rule, tag))
                 key_text = self._exclusions[names_key]
             else:
                 key = self.key_language(patterns, inside, declared, names_language, f.pointer)

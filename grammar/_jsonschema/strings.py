@@ -165,7 +165,14 @@ def _excluding(names: list[str], allowed: Node) -> Node:
 
 def excluding_text(names: Iterable[str], rule: Callable[[str, Node], Node], tag: str) -> Node:
     """JSON string texts (quotes included) of every string except `names`, built encoded and
-    with a rule per branching trie node, so large property sets stay cheap."""
+    with a rule per branching trie node, so large property sets stay cheap.
+
+    Two tries side by side: the strings that stop on the way along a name without being one,
+    and those that leave every name at some character; the latter all go on in one loop over
+    any character, so a key that has left the names is in one state wherever it left them (a
+    token read from a key's start is then found once, not once per place it leaves). Used in
+    several places, the text wants a rule of its own: a call's end inside the leaving trie
+    would stand inside the key, with most tokens crossing it."""
     trie: dict = {}
     for name in set(names):
         node = trie
@@ -173,27 +180,35 @@ def excluding_text(names: Iterable[str], rule: Callable[[str, Node], Node], tag:
             node = node.setdefault(ch, {})
         node[_END] = True
     counter = [0]
-    rest = repeat(_escape_class(ANY_CHAR.ranges), 0, None)
 
-    def build(node: dict) -> Node:
+    def build(node: dict) -> tuple[Node, Node]:
+        """The strings from `node` on that stop short of every name, and those that leave."""
         children = sorted(k for k in node if k is not _END)
-        parts: list[Node] = []
-        if _END not in node:
-            parts.append(EMPTY)
+        stops: list[Node] = [] if _END in node else [EMPTY]
+        leaves: list[Node] = []
         others = intersection(ANY_CHAR.ranges, negate_ranges(tuple((ord(c), ord(c)) for c in children)))
         if others:
-            parts.append(seq(_escape_class(others), rest))
+            leaves.append(_escape_class(others))
         for c in children:
-            parts.append(seq(lit(escape_char(c)), build(node[c])))
-        # The parts differ by construction: build the alternation without hashing them.
-        body = parts[0] if len(parts) == 1 else Alt(tuple(parts))
+            stop, leave = build(node[c])
+            char = lit(escape_char(c))
+            if stop != NOTHING:
+                stops.append(seq(char, stop))
+            if leave != NOTHING:
+                leaves.append(seq(char, leave))
+        # The parts differ by construction: build the alternations without hashing them.
+        stop, leave = (NOTHING if not parts else parts[0] if len(parts) == 1 else Alt(tuple(parts))
+                       for parts in (stops, leaves))
         if len(children) > 1:
             counter[0] += 1
-            return rule(f"{tag}-{counter[0]}", body)
-        return body
+            stop = stop if stop == NOTHING else rule(f"{tag}-{counter[0]}-stop", stop)
+            leave = leave if leave == NOTHING else rule(f"{tag}-{counter[0]}-leave", leave)
+        return stop, leave
 
     try:
-        return seq(lit('"'), build(trie), lit('"'))
+        stop, leave = build(trie)
+        rest = repeat(_escape_class(ANY_CHAR.ranges), 0, None)
+        return seq(lit('"'), alt(stop, seq(leave, rest)), lit('"'))
     finally:
         build = None  # noqa: F841 - the closure refers to itself: free it without the cycle collector
 

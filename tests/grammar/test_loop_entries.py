@@ -5,6 +5,8 @@ show."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -190,3 +192,34 @@ def test_entries_into_one_loop_share_its_walk(smollm2_vocabulary, monkeypatch):
         assert m.accept_bytes(prefix)
         assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, smollm2_vocabulary.size)
     assert len(made) == 1 and len(read) >= 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(names=st.lists(st.text("abc", max_size=4), max_size=5, unique=True),
+       keys=st.lists(st.text('ab"\\c', max_size=5), min_size=1, max_size=8))
+def test_other_keys_are_every_key_but_the_declared_ones(names, keys):
+    """An open object's other keys (the declared names' trie, split into the keys that stop
+    short of every name and those that leave them) are exactly the keys not declared, each
+    with any JSON value; a declared key holds its own value only."""
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}}
+    g = grammar.from_json_schema(schema)
+    for key in keys:
+        text = json.dumps({key: "v"}, separators=(",", ":"))
+        assert g.accepts(text) == (key not in names), (names, key)
+    for name in names:
+        assert g.accepts(json.dumps({name: 1}, separators=(",", ":")))
+        assert not g.accepts(json.dumps({name: "v"}, separators=(",", ":")))
+
+
+def test_a_key_that_leaves_the_declared_names_is_one_state_wherever_it_left():
+    """Wherever a key leaves the declared names (at its first character or deep in a name),
+    it stands in one state: the mask found there serves them all."""
+    schema = {"type": "object", "properties": {"alpha": {"type": "integer"}, "beta": {"type": "integer"}}}
+    vocab = grammar.Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b""], eos_ids=[256])
+    compiled = grammar.compile(grammar.from_json_schema(schema), vocab)
+    states = set()
+    for prefix in (b'{"q', b'{"alx', b'{"alphaz', b'{"bq', b'{"betaa'):
+        m = grammar.Matcher(compiled)
+        assert m.accept_bytes(prefix)
+        states.add(m.state)
+    assert len(states) == 1
