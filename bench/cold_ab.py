@@ -1,6 +1,6 @@
 """Two checkouts' cold path side by side, for a change smaller than this machine's noise.
 
-    python -m bench.cold_ab OLD_TREE NEW_TREE [--vocab smollm2] [--dev 50] [--rounds 3]
+    python -m bench.cold_ab OLD_TREE NEW_TREE [--vocab smollm2] [--dev 50] [--rounds 3] [--closed]
 
 A cold run (a fresh compile of a schema plus every mask of its first document, as
 `bench.masker` times it) swings by 30% and more from run to run on a shared machine, one
@@ -11,7 +11,9 @@ seconds with the cycle collector paused; per schema the best of its rounds count
 figure is the median over schemas of NEW / OLD. A checkout against itself gives 1.00 within a
 percent or so; single schemas still swing, so read the median, not one schema.
 
-Both trees need `bench/_dev_schemas.py` and the corpus beside them (`../shared`).
+`--closed` hands both the schemas with their objects closed (`bench._dev_schemas.closed`), as
+agentkit's tools and `extract` compile them. Both trees need `bench/_dev_schemas.py` and the
+corpus beside them (`../shared`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import time
 from pathlib import Path
 
 
-def _worker(vocab_name: str, limit: int) -> None:
+def _worker(vocab_name: str, limit: int, closed: bool) -> None:
     """Read `KEY` lines on stdin; answer each with the CPU seconds of one cold run."""
     import gc
 
@@ -34,14 +36,14 @@ def _worker(vocab_name: str, limit: int) -> None:
 
     import grammar
     from bench import vocabularies
-    from bench._dev_schemas import dev_schemas
+    from bench._dev_schemas import closed_dev_schemas, dev_schemas
     from grammar.testing import token_tables
     from runtimes.testing import GreedyTokenizer
 
     vocab = getattr(vocabularies, vocab_name)()
     token_tables(vocab)
     tokenizer = GreedyTokenizer(vocab)
-    schemas = dev_schemas(limit)
+    schemas = closed_dev_schemas(limit) if closed else dev_schemas(limit)
     print(json.dumps(list(schemas)), flush=True)
     bitmask = np.full((1, -(-vocab.size // 32)), -1, dtype=np.int32)
     for line in sys.stdin:
@@ -64,11 +66,12 @@ def _worker(vocab_name: str, limit: int) -> None:
         print(json.dumps(seconds), flush=True)
 
 
-def compare(old: Path, new: Path, vocab: str = "smollm2", limit: int = 50, rounds: int = 3) -> dict:
+def compare(old: Path, new: Path, vocab: str = "smollm2", limit: int = 50, rounds: int = 3,
+            closed: bool = False) -> dict:
     """Per DEV schema, the best cold seconds of each tree, and the median ratio new / old."""
     workers = [
         subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--worker", vocab, str(limit)],
+            [sys.executable, str(Path(__file__).resolve()), "--worker", vocab, str(limit)] + ["--closed"] * closed,
             cwd=tree, env={**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"},
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )
@@ -103,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         # Run as a script, this file's folder leads sys.path: the tree's packages come first.
         here = Path(__file__).resolve().parent
         sys.path[:] = [p for p in sys.path if not p or Path(p).resolve() != here]
-        _worker(argv[1], int(argv[2]))
+        _worker(argv[1], int(argv[2]), argv[3:] == ["--closed"])
         return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("old", type=Path)
@@ -111,8 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocab", default="smollm2", choices=["smollm2", "gemma3", "qwen25"])
     parser.add_argument("--dev", type=int, default=50, help="DEV schemas (bench._dev_schemas)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--closed", action="store_true", help="the schemas' objects closed")
     args = parser.parse_args(argv)
-    found = compare(args.old.resolve(), args.new.resolve(), args.vocab, args.dev, args.rounds)
+    found = compare(args.old.resolve(), args.new.resolve(), args.vocab, args.dev, args.rounds, args.closed)
     ratios = sorted(found["ratios"].items(), key=lambda kv: kv[1])
     for key, ratio in ratios:
         old_s, new_s = found["best"][key]
