@@ -24,9 +24,9 @@ class StringLoweringMixin:
         decoded = self.string_language(f)
         if decoded == _ANY_DECODED:
             return self.json_string()
-        if isinstance(decoded, Counted):  # thousands of states: one rule, however many use it
-            return self.shared(string_text(decoded, self.encoded_rule), "str")
-        return string_text(decoded, self.encoded_rule)
+        # One rule however many properties use it: a `Counted` language's thousands of states
+        # built once, and any string's masks inside it found once for every property.
+        return self.shared(string_text(decoded, self.encoded_rule), "str")
 
     def json_string(self) -> Node:
         if "json-string" not in self.rules:

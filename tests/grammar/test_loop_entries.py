@@ -223,3 +223,23 @@ def test_a_key_that_leaves_the_declared_names_is_one_state_wherever_it_left():
         assert m.accept_bytes(prefix)
         states.add(m.state)
     assert len(states) == 1
+
+
+def test_strings_of_one_shape_are_one_rule_whose_inside_is_found_once():
+    """Two properties hold strings of the same shape (a minimum length): one rule, called
+    from each, so the walk from the string's start is made for the first and serves the
+    second; the masks are what stepping decides."""
+    string = {"type": "string", "minLength": 1}
+    schema = {"type": "object", "properties": {"a": string, "b": string, "n": {"type": "integer"}},
+              "required": ["a", "b", "n"], "additionalProperties": False}
+    vocab = grammar.Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [b'x","', b'","b":"', b""],
+                                           eos_ids=[258])
+    compiled = grammar.compile(grammar.from_json_schema(schema), vocab)
+    m = grammar.Matcher(compiled)
+    found = []
+    for prefix in (b'{"a":"', b'x","b":"'):
+        assert m.accept_bytes(prefix)
+        found.append(set(m.next_token_mask().allowed_ids().tolist()))
+        assert found[-1] == _brute_force(m, vocab.size)
+        assert len(compiled._inside) == 1
+    assert compiled.profile.paths["framed"] == 2
