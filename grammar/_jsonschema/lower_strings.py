@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .._errors import CompileError, LimitError
-from .._ir import ANY_CHAR, NOTHING, Counted, Node, chars, counted, ref, repeat
+from .._ir import ANY_CHAR, NOTHING, Node, chars, counted, ref, repeat
 from . import lang
 from .facets import Facets
 from .formats import format_automaton, format_language, longest

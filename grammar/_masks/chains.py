@@ -49,7 +49,9 @@ class ChainsMixin:
         the chain's length, from the vocabulary's profile of the class, and the others that
         may be allowed (walked, or, where the chain leaves the class alike within their reach,
         taken from the chain's leavers by room). None where `state` starts no such chain (or
-        it loops: loop classes answer those)."""
+        it loops: loop classes answer those), or, without `into_loops`, where the chain ends
+        in a loop (a string's first characters inside a call, whose frame's walk serves every
+        caller)."""
         a = self.automaton
         t = self.tables
         widest = max(a.byte_spans(state), key=lambda span: span[1] - span[0])
@@ -97,7 +99,8 @@ class ChainsMixin:
         class a token reads, each byte a character of the class's profile), or the state is
         a string's first character (one state before the loop: the entry walk's). A chain
         longer than every token (a long pattern's count, far from its bound), or ending in a
-        state the class loops on (a minimum length without a maximum), reads `reach`."""
+        state the class loops on (a minimum length without a maximum; only `into_loops`),
+        reads `reach`."""
         periodic = self._count_periodic(state, links)
         if periodic is not None:
             return reach, None, periodic
