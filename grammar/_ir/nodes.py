@@ -382,11 +382,12 @@ def walk(node: Node) -> Iterable[Node]:
             stack.append(n.item)
 
 
-def children_first(node: Node) -> Iterable[Seq | Alt | Repeat]:
+def children_first(node: Node, done: set[int] | None = None) -> Iterable[Seq | Alt | Repeat]:
     """Each composite node below `node` (itself included) once, after every composite node it
     holds: for rebuilding a tree bottom up in a loop, as nodes may nest deeper than Python's
-    stack goes. Shared subtrees come once, by identity."""
-    done: set[int] = set()
+    stack goes. Shared subtrees come once, by identity; with `done` (the ids of nodes already
+    given, kept across calls) not again in a later call either."""
+    done = set() if done is None else done
     todo: list[tuple[Node, bool]] = [(node, False)]
     while todo:
         n, children_done = todo.pop()
@@ -421,10 +422,11 @@ RULE_HEIGHT = 32
 """Node levels a rule body nests to at most (see `shallow`)."""
 
 
-def height(node: Node) -> int:
-    """Levels of nesting in `node` (references not followed; a leaf is 1); in a loop."""
-    heights: dict[int, int] = {}
-    for n in children_first(node):
+def height(node: Node, heights: dict[int, int] | None = None, done: set[int] | None = None) -> int:
+    """Levels of nesting in `node` (references not followed; a leaf is 1); in a loop. With
+    `heights` and `done` kept across calls, each node shared between bodies is measured once."""
+    heights = {} if heights is None else heights
+    for n in children_first(node, done):
         kids = n.items if type(n) is not Repeat else (n.item,)
         heights[id(n)] = 1 + max((heights.get(id(c), 1) for c in kids), default=0)
     return heights.get(id(node), 1)
@@ -436,18 +438,31 @@ def shallow(rules: dict[str, Node]) -> dict[str, Node]:
 
     Every walk over a rule body (analyses, recognizer, automaton, GBNF text, llama.cpp's parser
     of that text) then recurses a bounded depth, however deep a front end or a caller nested
-    the nodes."""
-    if all(height(node) <= RULE_HEIGHT for node in rules.values()):
+    the nodes. Only the nodes at least `RULE_HEIGHT` high are rebuilt: a lower one holds no
+    node to move, so it is kept as it is."""
+    heights: dict[int, int] = {}
+    done: set[int] = set()
+    tall = [name for name, node in rules.items() if height(node, heights, done) > RULE_HEIGHT]
+    if not tall:
         return rules
     out = dict(rules)
-    for name, root in rules.items():
+    for name in tall:
         made: dict[int, tuple[Node, int]] = {}  # by identity: the node rebuilt, its height
 
         def new(n: Node) -> tuple[Node, int]:
-            return made.get(id(n), (n, 1))
+            return made.get(id(n)) or (n, heights.get(id(n), 1))
 
-        for n in children_first(root):
-            kids = [new(c) for c in (n.items if type(n) is not Repeat else (n.item,))]
+        todo: list[tuple[Node, bool]] = [(rules[name], False)]
+        while todo:  # children first, as `children_first`, but not into the low nodes
+            n, children_done = todo.pop()
+            if heights.get(id(n), 1) < RULE_HEIGHT or id(n) in made:
+                continue
+            kids_of = n.items if type(n) is not Repeat else (n.item,)
+            if not children_done:
+                todo.append((n, True))
+                todo.extend((c, False) for c in kids_of)
+                continue
+            kids = [new(c) for c in kids_of]
             level = 1 + max((h for _, h in kids), default=0)
             if type(n) is Repeat:
                 node: Node = Repeat(kids[0][0], n.min, n.max)
@@ -460,5 +475,5 @@ def shallow(rules: dict[str, Node]) -> dict[str, Node]:
                 out[part] = node
                 node, level = Ref(part), 1
             made[id(n)] = (node, level)
-        out[name] = new(root)[0]
+        out[name] = new(rules[name])[0]
     return out

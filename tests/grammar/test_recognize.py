@@ -37,8 +37,10 @@ from grammar._ir import (
     ref,
     repeat,
     seq,
+    shallow,
     star,
 )
+from grammar._ir.nodes import RULE_HEIGHT, height
 from grammar._recognize import accepts
 
 # --- oracles -------------------------------------------------------------------------------
@@ -482,3 +484,32 @@ def test_rules_edited_after_a_call_are_lowered_again():
     rules.rules["root"] = lit("b")
     assert accepts(rules, "b")
     assert not accepts(rules, "a")
+
+
+@st.composite
+def deep_nodes(draw) -> Node:
+    """A random node nested well past `RULE_HEIGHT` levels, subtrees shared between levels."""
+    leaves = draw(st.lists(nodes(), min_size=1, max_size=4))
+    node = leaves[0]
+    for level in range(draw(st.integers(RULE_HEIGHT - 4, 3 * RULE_HEIGHT))):
+        other = leaves[level % len(leaves)]
+        node = Seq((other, node)) if draw(st.booleans()) else Alt((node, other))
+    return node
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(deep_nodes(), st.lists(texts, max_size=4), st.randoms(use_true_random=False))
+def test_shallow_rules_keep_the_language_under_the_height_bound(node, words, rng):
+    """`shallow` cuts a deep body into rules no higher than the bound (a shallow body kept as
+    it is) and the language is the one the deep body had (the recognizer on the deep body as
+    the oracle: a regular expression that deep backtracks too long)."""
+    short = seq(lit("x"), star(char_set("ab")))
+    rules = shallow({"root": node, "short": short})
+    assert rules["short"] is short and all(height(body) <= RULE_HEIGHT for body in rules.values())
+    cut, deep = Rules(rules, "root"), Rules({"root": node})
+    try:
+        words.append(generate(deep, node, rng)[:12])  # a prefix, often outside: both kinds
+    except Stuck:
+        pass
+    for text in words:
+        assert accepts(cut, text) == accepts(deep, text)
