@@ -382,17 +382,21 @@ def walk(node: Node) -> Iterable[Node]:
             stack.append(n.item)
 
 
-def children_first(node: Node, done: set[int] | None = None) -> Iterable[Seq | Alt | Repeat]:
+def children_first(node: Node, done: set[int] | None = None,
+                   skip: Callable[[Node], bool] | None = None) -> Iterable[Seq | Alt | Repeat]:
     """Each composite node below `node` (itself included) once, after every composite node it
     holds: for rebuilding a tree bottom up in a loop, as nodes may nest deeper than Python's
     stack goes. Shared subtrees come once, by identity; with `done` (the ids of nodes already
-    given, kept across calls) not again in a later call either."""
+    given, kept across calls) not again in a later call either. A node `skip` picks is passed
+    over with all it holds."""
     done = set() if done is None else done
     todo: list[tuple[Node, bool]] = [(node, False)]
     while todo:
         n, children_done = todo.pop()
         kind = type(n)
         if (kind is not Seq and kind is not Alt and kind is not Repeat) or id(n) in done:
+            continue
+        if skip is not None and skip(n):
             continue
         if not children_done:
             todo.append((n, True))
@@ -446,23 +450,18 @@ def shallow(rules: dict[str, Node]) -> dict[str, Node]:
     if not tall:
         return rules
     out = dict(rules)
+
+    def low(n: Node) -> bool:
+        return heights.get(id(n), 1) < RULE_HEIGHT
+
     for name in tall:
         made: dict[int, tuple[Node, int]] = {}  # by identity: the node rebuilt, its height
 
         def new(n: Node) -> tuple[Node, int]:
             return made.get(id(n)) or (n, heights.get(id(n), 1))
 
-        todo: list[tuple[Node, bool]] = [(rules[name], False)]
-        while todo:  # children first, as `children_first`, but not into the low nodes
-            n, children_done = todo.pop()
-            if heights.get(id(n), 1) < RULE_HEIGHT or id(n) in made:
-                continue
-            kids_of = n.items if type(n) is not Repeat else (n.item,)
-            if not children_done:
-                todo.append((n, True))
-                todo.extend((c, False) for c in kids_of)
-                continue
-            kids = [new(c) for c in kids_of]
+        for n in children_first(rules[name], skip=low):
+            kids = [new(c) for c in (n.items if type(n) is not Repeat else (n.item,))]
             level = 1 + max((h for _, h in kids), default=0)
             if type(n) is Repeat:
                 node: Node = Repeat(kids[0][0], n.min, n.max)
