@@ -9,7 +9,7 @@ from .._errors import LimitError
 from .._ir import Rules
 from .nfa import _NFA
 from .reading import ReadingMixin
-from .states import DEAD, MAX_CLOSURE, MAX_DFA_STATES, MAX_STACK_DEPTH, UNBUILT, Stack, stack_depth
+from .states import DEAD, FLAT_TAKE, MAX_CLOSURE, MAX_DFA_STATES, MAX_STACK_DEPTH, UNBUILT, Stack, stack_depth
 
 _FEW_CELLS = 4  # successors of one state a vectorised walk computes one by one, not as a row
 
@@ -360,7 +360,15 @@ class Automaton(ReadingMixin):
     def gather(self, states: np.ndarray, classes: np.ndarray) -> np.ndarray:
         """`table[states, classes]`, computing the cells not built yet (a state asked for
         many of its bytes is built whole)."""
-        nxt = self.table[states, classes]
+        if states.size < FLAT_TAKE:
+            keys = None
+            nxt = self.table[states, classes]
+        else:
+            # One flat take (see FLAT_TAKE). Keys in int32: states times classes stay below
+            # 2**31, where a 16-bit table's would not.
+            keys = states.astype(np.int32) * self.n_classes
+            keys += classes
+            nxt = self.table.reshape(-1).take(keys)
         unbuilt = nxt == UNBUILT
         if np.count_nonzero(unbuilt):
             wanted: dict[int, list[int]] = {}
@@ -376,7 +384,8 @@ class Automaton(ReadingMixin):
                 else:
                     for c in cells:
                         self.successor(s, c)
-            nxt = self.table[states, classes]
+            # The table may have grown meanwhile.
+            nxt = self.table[states, classes] if keys is None else self.table.reshape(-1).take(keys)
         return nxt
 
 

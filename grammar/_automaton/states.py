@@ -1,5 +1,6 @@
 """The numbers and bounds every part of the automaton shares: the dead and not-yet-found
-successors, the size and depth bounds, and a configuration's return stack."""
+successors, the size and depth bounds, a configuration's return stack, and when a table
+lookup goes flat."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ UNBUILT = -2
 MAX_DFA_STATES = 200_000
 MAX_STACK_DEPTH = 64
 MAX_CLOSURE = 20_000
+
+# Cells from which a lookup in a state table or the token byte matrix goes as one flat take:
+# a 2-D fancy index costs twice as much per cell, three array calls fewer below a few hundred.
+FLAT_TAKE = 512
 
 Stack = tuple  # (return state, parent stack, depth) or () for the empty stack
 

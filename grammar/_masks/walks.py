@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._automaton.states import DEAD, MAX_STACK_DEPTH, UNBUILT
+from .._automaton.states import DEAD, FLAT_TAKE, MAX_STACK_DEPTH, UNBUILT
 from .._tokens.tables import MATRIX_WIDTH, LoopClass
 from .common import (_BYTES, _ENTRY_STEPS, _FEW, _FEW_WALKS, _LOOP_BYTES, _NO_WORDS, _WIDE_BYTES,
                      _WIDE_RUN, _distinct)
@@ -437,8 +437,8 @@ class WalksMixin:
         lens = t.lens
         matrix = t.matrix
         class_of = a.class_of
-        cls = class_of[matrix[start, idx]]
-        cur = a.gather(state.astype(np.int32) if states else np.broadcast_to(np.int32(state), cls.shape), cls)
+        cls = class_of.take(_column(matrix, start, idx))
+        cur = a.gather(state if states else np.broadcast_to(np.int32(state), cls.shape), cls)
         ok = cur >= 0
         idx, cur = idx[ok], cur[ok]
         p = start[ok] + 1 if ragged else start + 1
@@ -468,7 +468,7 @@ class WalksMixin:
                 at = a.exits[cur]
                 if np.count_nonzero(at):
                     track.exits.append((idx[at], p[at] if ragged else np.full(np.count_nonzero(at), p)))
-            nxt = a.gather(cur, class_of[matrix[p, idx]])
+            nxt = a.gather(cur, class_of.take(_column(matrix, p, idx)))
             ok = nxt >= 0
             idx = idx[ok]
             cur = nxt[ok]
@@ -570,6 +570,16 @@ class WalksMixin:
             long_ids, long_ends = self._walk_long(state, long_ids)
         ids = np.concatenate([t.order[positions], long_ids]).astype(np.int32)
         return ids, np.concatenate([ends, long_ends]), _NO_WORDS if loop is None else loop.looping_ids
+
+
+def _column(matrix: np.ndarray, p: int | np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """`matrix[p, idx]`, the byte at offset `p` (one for all, or one each) of the tokens at
+    sorted positions `idx`, as a flat take where there are many (see FLAT_TAKE)."""
+    if not isinstance(p, np.ndarray):
+        return matrix[p].take(idx)
+    if idx.size < FLAT_TAKE:
+        return matrix[p, idx]
+    return matrix.reshape(-1).take(p.astype(np.int64) * matrix.shape[1] + idx)
 
 
 def _spelling(sorted_bytes: tuple[bytes, ...], prefix: bytes, lo: int, end: int) -> tuple[int, int]:
