@@ -39,7 +39,7 @@ class Automaton(ReadingMixin):
         self.table = np.full((self._capacity, self.n_classes), UNBUILT, dtype=np.int16)
         self.exits = np.zeros(self._capacity, dtype=bool)  # states where the frame they were seen from may end
         self._exit_config = (nfa.exit, ())
-        self._frames: dict[int, tuple[int, Stack, int, int] | None] = {}
+        self._frames: dict[int, tuple[int, tuple[Stack, ...], int, int] | None] = {}
         self._moves: dict[frozenset, int] = {}
         self._single_moves: dict[tuple[int, Stack], int] = {}
         self.link_bytes = nfa.link_bytes
@@ -226,18 +226,24 @@ class Automaton(ReadingMixin):
         self.links.append(link)
         return sid
 
-    def frame_split(self, s: int) -> tuple[int, Stack, int, int] | None:
+    def frame_split(self, s: int) -> tuple[int, tuple[Stack, ...], int, int] | None:
         """State `s` split at the innermost call frame its deepest configurations share:
-        `(local, frame, outside, depth)`, or None where there is no such frame.
+        `(local, frames, outside, depth)`, or None where there is no such frame.
 
         `local` holds the configurations inside that frame, with the frame replaced by one
         that returns to the exit state and their stack depths counted from the frame's
         `depth`, so it behaves as they do until the frame ends (while the depth bound is not
         reached) and is the same state wherever the rule is called from: the tokens that stay
-        inside are found once for all of them. `frame` is that frame's stack (the state it
+        inside are found once for all of them. `frames` holds that frame's stack (the state it
         returns to, above its caller's stack), and `outside` the state of the other
         configurations (-1 if none), such as those that follow an integer that may end here,
         or close the array a value may start.
+
+        Where no frame holds every deepest configuration (the same string rule called from
+        each branch of an anyOf, each branch its own frame), `frames` holds every frame whose
+        configurations read alike inside it (one `local` for all), so the tokens that stay
+        inside are found once and only the tokens that cross the rule's end are walked per
+        frame; the configurations of the other frames go `outside`.
         """
         if s in self._frames:
             return self._frames[s]
@@ -251,33 +257,60 @@ class Automaton(ReadingMixin):
                 common = {stack[1] for stack in common}
             (frame,) = common
             if frame:
-                base = frame[2]
-                exit_frame = (self.nfa.exit, (), 0)
-                if base == high:
-                    # The frame is the innermost: no configuration lies deeper inside it.
-                    kept = [cfg for cfg in configs if cfg[1] == frame]
-                    inside = frozenset([(q, exit_frame) for q, _ in kept])
-                else:
-                    bottom: dict[Stack, Stack] = {frame: exit_frame}
-
-                    def within(stack: Stack) -> bool:
-                        if not stack or stack[2] < base:
-                            return False
-                        while stack[2] > base:
-                            stack = stack[1]
-                        return stack == frame
-
-                    kept = [(q, stack) for q, stack in configs if within(stack)]
-                    inside = frozenset([(q, _rebased(stack, bottom, base)) for q, stack in kept])
-                outside = configs.difference(kept)
-                found = (
-                    self._intern((inside, False)),
-                    frame,
-                    self._intern((outside, False)) if outside else DEAD,
-                    base,
-                )
+                found = self._split_at(configs, frame, high)
+            else:
+                found = self._split_alike(configs)
         self._frames[s] = found
         return found
+
+    def _split_at(self, configs: frozenset, frame: Stack, high: int) -> tuple[int, tuple[Stack, ...], int, int]:
+        """`frame_split` at one frame that holds the deepest configurations."""
+        base = frame[2]
+        exit_frame = (self.nfa.exit, (), 0)
+        if base == high:
+            # The frame is the innermost: no configuration lies deeper inside it.
+            kept = [cfg for cfg in configs if cfg[1] == frame]
+            inside = frozenset([(q, exit_frame) for q, _ in kept])
+        else:
+            bottom: dict[Stack, Stack] = {frame: exit_frame}
+
+            def within(stack: Stack) -> bool:
+                if not stack or stack[2] < base:
+                    return False
+                while stack[2] > base:
+                    stack = stack[1]
+                return stack == frame
+
+            kept = [(q, stack) for q, stack in configs if within(stack)]
+            inside = frozenset([(q, _rebased(stack, bottom, base)) for q, stack in kept])
+        outside = configs.difference(kept)
+        return (self._intern((inside, False)), (frame,), self._intern((outside, False)) if outside else DEAD, base)
+
+    def _split_alike(self, configs: frozenset) -> tuple[int, tuple[Stack, ...], int, int] | None:
+        """`frame_split` over several frames: the configurations grouped by the frame they
+        stand in, the largest set of frames whose groups read alike inside kept together."""
+        groups: dict[Stack, list[int]] = {}
+        count_at = self.nfa.count_at
+        for q, stack in configs:
+            # Not a count's frames: a count's masks come by room (see `_masks.counted`), and
+            # a walk inside one frame of it costs more than one of the whole state.
+            if stack and count_at(stack[0]) is None:
+                groups.setdefault(stack, []).append(q)
+        if not groups:
+            return None
+        by_inside: dict[frozenset, list[Stack]] = {}
+        for frame, qs in groups.items():
+            by_inside.setdefault(frozenset(qs), []).append(frame)
+        qs, frames = max(by_inside.items(), key=lambda item: (len(item[1]), -min(item[0])))
+        if len(frames) < 2:
+            return None
+        exit_frame = (self.nfa.exit, (), 0)
+        chosen = set(frames)
+        outside = frozenset([cfg for cfg in configs if cfg[1] not in chosen])
+        local = self._intern((frozenset([(q, exit_frame) for q in qs]), False))
+        frames.sort(key=lambda frame: (frame[0], frame[2]))
+        return (local, tuple(frames), self._intern((outside, False)) if outside else DEAD,
+                max(frame[2] for frame in frames))
 
     def call_starts(self, callee: int) -> tuple[int, ...] | None:
         """The NFA states with byte edges a call of `callee` starts in, or None where its start

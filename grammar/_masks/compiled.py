@@ -209,26 +209,29 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
             if counted is not None:
                 return "counted", counted
         framed = a.frame_split(state) if self._framed else None
-        # With recursion a string's head inside a call is left to its frame (whose token sets
+        # With recursion a string's head inside one call is left to its frame (whose token sets
         # every place that calls the rule shares); a count (a pattern under a length) is a
-        # chain wherever it stands, as a chain's profile outruns a walk of every token.
+        # chain wherever it stands, as a chain's profile outruns a walk of every token. Inside
+        # several frames, a chain is tried first as well: a frame's walk pays off where one
+        # frame's states recur, and a chain's profile beats the walk of a count.
         if ((not a.nfa.recursive or a.depths[state] < MAX_STACK_DEPTH)
                 and sum(b1 - b0 for b0, b1 in a.byte_spans(state)) >= _LOOP_BYTES):
-            chained = self._chain_mask(state, accepting, framed is None or not a.nfa.recursive)
+            into_loops = framed is None or len(framed[1]) > 1 or not a.nfa.recursive
+            chained = self._chain_mask(state, accepting, into_loops)
             if chained is not None:
                 return "chained", chained
         if framed is not None:
-            local, frame, outside, depth = framed
-            # Where the frame returns to. Only the depth bound can leave it dead or doomed;
+            local, frames, outside, depth = framed
+            # Where each frame returns to. Only the depth bound can leave it dead or doomed;
             # without recursion it is found when a token crosses the rule's end.
-            resume = a.state_at(frame[0], frame[1]) if a.nfa.recursive else None
-            if resume is None or (resume >= 0 and not self._doomed(resume)):
+            resumes = [a.state_at(frame[0], frame[1]) if a.nfa.recursive else None for frame in frames]
+            if all(resume is None or (resume >= 0 and not self._doomed(resume)) for resume in resumes):
                 inside = self._inside.get(local)
                 if inside is None:
                     inside = self._inside[local] = self._inside_of(local)
                 # Relative depths stand for real ones only while real ones stay under the bound.
                 if depth + inside.reach < MAX_STACK_DEPTH:
-                    return "framed", self._framed_mask(state, local, inside, frame, resume, outside, accepting)
+                    return "framed", self._framed_mask(state, local, inside, frames, resumes, outside, accepting)
         loop, positions, _, long_ids = self._walk_from(state)
         long_ids = self._walk_long(state, long_ids)[0]
         if loop is not None:

@@ -17,14 +17,15 @@ from .walks import _Track
 class FramedMixin:
     """The masks of states inside call frames (a part of `CompiledGrammar`)."""
 
-    def _framed_mask(self, state: int, local: int, inside: _Inside, frame: tuple, resume: int | None,
+    def _framed_mask(self, state: int, local: int, inside: _Inside, frames: tuple, resumes: list[int | None],
                      outside: int, accepting: bool) -> StateMask:
-        """The mask of a state with configurations inside a call `frame`: the tokens the
-        frame's rule allows from there whatever called it (`inside`, found once per
-        frame-relative state `local`), those that go on past the rule's end and are allowed
-        where it returns to (`resume`, found here if None), the long tokens that may, what the
-        configurations `outside` every call allow, and EOS where `accepting` (the
-        configurations that finished the document have left every frame)."""
+        """The mask of a state with configurations inside call `frames` (that read alike
+        inside): the tokens the frame's rule allows from there whatever called it (`inside`,
+        found once per frame-relative state `local`), those that go on past the rule's end and
+        are allowed where each frame returns to (its `resumes`, found here where None), the
+        long tokens that may, what the configurations `outside` every such call allow, and EOS
+        where `accepting` (the configurations that finished the document have left every
+        frame)."""
         t = self.tables
         base = inside.base
         if base is None:
@@ -34,7 +35,7 @@ class FramedMixin:
             else:
                 base = inside.base = self._state_mask(parts, False)
         extra = []
-        if inside.cross.size:
+        for frame, resume in zip(frames, resumes) if inside.cross.size else ():
             if resume is None:
                 resume = self.automaton.state_at(frame[0], frame[1])
             # Only the crossing tokens whose next byte `resume` has an edge on can go on there.
