@@ -81,6 +81,7 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
         self._chain_at: dict[tuple[bytes, int], _Chain] = {}  # see `_chain_along`
         self._residues: dict[bytes, int] = {}  # see `_follow_chain`
         self._chain_leavers_by: dict[tuple[bytes, int], _Leavers] = {}  # see `_chain_leavers`
+        self._walked_with: dict[tuple, list[int]] = {}  # see `_walked_below`
         nfa = self.automaton.nfa
         self._framed = bool(nfa.recursive or nfa.shared_starts)
         self._lock = threading.RLock()
@@ -232,11 +233,46 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
                 # Relative depths stand for real ones only while real ones stay under the bound.
                 if depth + inside.reach < MAX_STACK_DEPTH:
                     return "framed", self._framed_mask(state, local, inside, frames, resumes, outside, accepting)
+        below = self._walked_below(state)
+        if below is not None:
+            return "walked", self._walked_above(state, below, accepting)
         loop, positions, _, long_ids = self._walk_from(state)
         long_ids = self._walk_long(state, long_ids)[0]
+        for config in a.configs[state]:
+            self._walked_with.setdefault(config, []).append(state)
         if loop is not None:
             return "walked", self._loop_mask(loop, [t.order[positions], long_ids], accepting)
         return "walked", self._state_mask([t.order[positions], long_ids], accepting)
+
+    def _walked_below(self, state: int) -> int | None:
+        """A state walked before whose configurations are some of `state`'s, and which allows
+        most tokens, or None. Every token one of its configurations reads, the same
+        configuration reads in `state`: a pattern searched for anywhere in a string (no
+        anchors) keeps the text before a match among its configurations at every step of a
+        partial match, so each step need only walk the few tokens the text before a match
+        does not allow (those that close the string too soon)."""
+        configs = self.automaton.configs[state]
+        if len(configs) < 2:
+            return None
+        best, most = None, self.tables.size // 2
+        for config in configs:
+            for below in self._walked_with.get(config, ()):
+                count = self._masks[below].count
+                if count > most and self.automaton.configs[below] < configs:
+                    best, most = below, count
+        return best
+
+    def _walked_above(self, state: int, below: int, accepting: bool) -> StateMask:
+        """The mask of `state`: the tokens `below` allows (see `_walked_below`), and those of
+        the rest that `state` allows, walked."""
+        t = self.tables
+        allowed = np.zeros(t.size, dtype=bool)
+        allowed[self._masks[below].allowed_ids(t.size)] = True
+        allowed[t.eos_ids] = False  # EOS goes by `state`'s own acceptance
+        positions, ends = self._walk(state, np.flatnonzero(~allowed[t.order]))
+        allowed[t.order[self._without_doomed(positions, ends)[0]]] = True
+        allowed[self._walk_long(state, t.long_ids[~allowed[t.long_ids]])[0]] = True
+        return self._vector_mask(allowed, accepting)
 
 
 _COMPILED: "weakref.WeakKeyDictionary[Grammar, dict]" = weakref.WeakKeyDictionary()

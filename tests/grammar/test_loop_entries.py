@@ -174,8 +174,8 @@ def test_string_starts_share_one_plan_of_the_vocabulary(smollm2_vocabulary, monk
 
 
 def test_entries_into_one_loop_share_its_walk(smollm2_vocabulary, monkeypatch):
-    """Each step of a partial match of an unanchored pattern is its own state, and most bytes
-    send each back to the same loop (the text before a match): from the second entry on, the
+    """Each prefix of a key beside the declared names is its own state, and most bytes send
+    each into the same loop (the inside of any other key): from the second entry on, the
     tokens walked from that loop are walked once and read by every entry, and each mask is
     the tokens that step."""
     from grammar._masks.walks import WalksMixin, _LoopWalk
@@ -184,14 +184,36 @@ def test_entries_into_one_loop_share_its_walk(smollm2_vocabulary, monkeypatch):
     walk_all, read_kept = WalksMixin._walk_all_from, _LoopWalk.read
     monkeypatch.setattr(WalksMixin, "_walk_all_from", lambda self, *args: made.append(1) or walk_all(self, *args))
     monkeypatch.setattr(_LoopWalk, "read", lambda self, *args: read.append(1) or read_kept(self, *args))
-    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": "[0-9a-f]{4}-[0-9a-f]{4}"}},
-              "required": ["id"], "additionalProperties": False}
+    schema = {"type": "object", "properties": {"name": {"type": "integer"}, "nick": {"type": "integer"}}}
     compiled = grammar.CompiledGrammar(grammar.from_json_schema(schema), smollm2_vocabulary)
-    for prefix in (b'{"id":"', b'{"id":"1', b'{"id":"12', b'{"id":"123', b'{"id":"1234', b'{"id":"1234-a'):
+    for prefix in (b'{"', b'{"n', b'{"ni', b'{"na', b'{"nam', b'{"x'):
         m = grammar.Matcher(compiled)
         assert m.accept_bytes(prefix)
         assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, smollm2_vocabulary.size)
     assert len(made) == 1 and len(read) >= 2
+
+
+def test_a_partial_match_walks_only_what_the_text_before_it_refuses(smollm2_vocabulary, monkeypatch):
+    """Each step of a partial match of an unanchored pattern is its own state, which keeps
+    the text before a match among its configurations: it allows every token the string's
+    start allows, so a step walks only the rest (the tokens that close the string too soon),
+    and each mask is the tokens that step."""
+    from grammar._masks.walks import WalksMixin
+
+    walked = []
+    walk = WalksMixin._walk
+    monkeypatch.setattr(WalksMixin, "_walk", lambda self, state, idx, *args, **kw: walked.append(idx.size)
+                        or walk(self, state, idx, *args, **kw))
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": "[0-9a-f]{4}-[0-9a-f]{4}"}},
+              "required": ["id"], "additionalProperties": False}
+    compiled = grammar.CompiledGrammar(grammar.from_json_schema(schema), smollm2_vocabulary)
+    for i, prefix in enumerate((b'{"id":"', b'{"id":"1', b'{"id":"12', b'{"id":"1234-a', b'{"id":"x1234-ab')):
+        m = grammar.Matcher(compiled)
+        assert m.accept_bytes(prefix)
+        walked.clear()
+        assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, smollm2_vocabulary.size)
+        if i:
+            assert sum(walked) < smollm2_vocabulary.size // 10
 
 
 @settings(max_examples=60, deadline=None)
