@@ -394,7 +394,42 @@ class _NFA:
             if sites is not None and steady[0] <= k1 <= steady[1]:
                 self._layer_starts.append(nxt)
                 self.count_layers.append((nxt, following_sites, k1, steady[0], steady[1]))
+            if following == layer:
+                # The counts after this one that repeat it (the same layer, exits and live
+                # states ahead: all but the few near either bound, thousands under a URL's
+                # 2083) are made at once.
+                j = k1
+                while j != node.max and live.after(j) == j + 1 and live.exits(j) == exits and live.live[j + 1] == ahead:
+                    j += 1
+                if j > k1:
+                    first = self._repeat_layers(block, sites and following_sites, steady, relative,
+                                                ending[3] if exits else None, ends, nxt, k1, j)
+                    layer, k = following, j
+                    continue
             layer, first, k = following, nxt, k1
+
+    def _repeat_layers(self, block: CountedBlock | None, sites: tuple | None, steady: tuple[int, int] | None,
+                       relative: list, eps: list | None, ends: int, first: int, k: int, j: int) -> int:
+        """Counts k..j-1 of a `Counted` language made as `_emit_counted` makes each when it
+        repeats the one before: the layer of count k stands at `first`; each count's layer
+        gets `eps` (its ending edges) and `relative` (its calls), and the next count's layer
+        its states. Returns where count j's layer starts."""
+        size = len(relative)
+        m = j - k
+        nxt = self._states(size * m)
+        assert nxt == first + size, "a layer's states must follow the last layer's"
+        if eps is not None:
+            self.eps[first : first + size * m] = eps * m
+        if block is not None:
+            shape = len(block.shapes) - 1
+            block.layers.extend([(first + i * size, size, shape, ends) for i in range(m)])
+        self.calls[first : first + size * m] = relative * m
+        if sites:
+            for i in range(m):
+                if steady[0] <= k + 1 + i <= steady[1]:
+                    self._layer_starts.append(first + (i + 1) * size)
+                    self.count_layers.append((first + (i + 1) * size, sites, k + 1 + i, steady[0], steady[1]))
+        return first + size * m
 
     @property
     def has_counts(self) -> bool:
