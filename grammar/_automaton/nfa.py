@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from .._ir.analysis import nullable, nullable_rules
 from .._errors import CompileError, LimitError
 from .._ir import Alt, Chars, Counted, Lit, Node, Ref, Repeat, Rules, Seq, liveness
+from .._ir.nodes import height
 from .graph import _recursive_rules, _shared_rules, check_left_recursion
 from .utf8 import Utf8Shape, utf8_shape
 
@@ -68,6 +69,8 @@ class _NFA:
         self._sites = 0
         self._nullable: set[str] | None = None
         self._depths: dict[str, int] = {}  # see `_depth_of`
+        self._heights: dict[int, int] = {}  # ... and the nodes it measured, by identity
+        self._measured: set[int] = set()
         # The return state of a frame whose caller is unknown: a state seen only from inside a
         # rule (see `Automaton.frame_split`) pops to it where the rule ends.
         self.exit = self.new()
@@ -472,7 +475,10 @@ class _NFA:
         """How many node levels rule `name`'s body nests (found once per rule)."""
         found = self._depths.get(name)
         if found is None:
-            found = self._depths[name] = node_depth(self.rules.rules[name]) if name in self.rules.rules else 1
+            found = 1
+            if name in self.rules.rules:  # nodes shared between rules measured once
+                found = height(self.rules.rules[name], self._heights, self._measured)
+            self._depths[name] = found
         return found
 
     def _chain_depth(self, inlining: tuple[str, ...]) -> int:
@@ -502,25 +508,6 @@ class _NFA:
         if not self.byte_edges[s]:
             self.readers.append(s)
         self.byte_edges[s] += (edge,)
-
-
-def node_depth(node: Node) -> int:
-    """Levels of nesting in `node` (references not followed; a leaf is 1), each shared subtree
-    measured once; iterative, as a node may nest deeper than Python recurses."""
-    depths: dict[int, int] = {}
-    todo: list[tuple[Node, bool]] = [(node, False)]
-    while todo:
-        n, children_done = todo.pop()
-        if id(n) in depths:
-            continue
-        kind = type(n)
-        children = n.items if kind is Seq or kind is Alt else (n.item,) if kind is Repeat else ()
-        if children and not children_done:
-            todo.append((n, True))
-            todo.extend((c, False) for c in children if id(c) not in depths)
-            continue
-        depths[id(n)] = 1 + max((depths[id(c)] for c in children), default=0)
-    return depths[id(node)]
 
 
 def _calls_item(item_states: int, copies: int, item: Node) -> bool:
