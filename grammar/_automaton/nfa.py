@@ -389,49 +389,38 @@ class _NFA:
                     ])
                 if sites is not None:
                     following_sites = tuple(sites[t] for t in following)
-            if block is not None:
-                block.layers.append((first, len(layer), len(block.shapes) - 1, ends))
-            nxt = self._states(len(following))
-            assert nxt == first + len(layer), "a layer's states must follow the last layer's"
-            self.calls[first : first + len(layer)] = relative
-            if sites is not None and steady[0] <= k1 <= steady[1]:
-                self._layer_starts.append(nxt)
-                self.count_layers.append((nxt, following_sites, k1, steady[0], steady[1]))
+            # This count and those after it that repeat it (the same layer, exits and live
+            # states ahead: all but the few near either bound, thousands under a URL's 2083),
+            # made at once.
+            j = k1
             if following == layer:
-                # The counts after this one that repeat it (the same layer, exits and live
-                # states ahead: all but the few near either bound, thousands under a URL's
-                # 2083) are made at once.
-                j = k1
                 while j != node.max and live.after(j) == j + 1 and live.exits(j) == exits and live.live[j + 1] == ahead:
                     j += 1
-                if j > k1:
-                    first = self._repeat_layers(block, sites and following_sites, steady, relative,
-                                                ending[3] if exits else None, ends, nxt, k1, j)
-                    layer, k = following, j
-                    continue
-            layer, first, k = following, nxt, k1
+            first = self._make_layers(block, following_sites if sites is not None else None, steady, relative,
+                                      ending[3] if exits else None, ends, first, len(following), k, j - k)
+            layer, k = following, j
 
-    def _repeat_layers(self, block: CountedBlock | None, sites: tuple | None, steady: tuple[int, int] | None,
-                       relative: list, eps: list | None, ends: int, first: int, k: int, j: int) -> int:
-        """Counts k..j-1 of a `Counted` language made as `_emit_counted` makes each when it
-        repeats the one before: the layer of count k stands at `first`; each count's layer
-        gets `eps` (its ending edges) and `relative` (its calls), and the next count's layer
-        its states. Returns where count j's layer starts."""
+    def _make_layers(self, block: CountedBlock | None, sites: tuple | None, steady: tuple[int, int] | None,
+                     relative: list, eps: list | None, ends: int, first: int, next_size: int, k: int, m: int) -> int:
+        """Counts k..k+m-1 of a `Counted` language, where each after the first repeats it: the
+        layer of count k stands at `first` (its ending edges made); each layer gets `relative`
+        (its calls), each after the first `eps` (its ending edges), and each next count's
+        layer its states (`next_size` of them; where m > 1, as many as this one's). Returns
+        where count k+m's layer starts."""
         size = len(relative)
-        m = j - k
-        nxt = self._states(size * m)
+        nxt = self._states(next_size + size * (m - 1))
         assert nxt == first + size, "a layer's states must follow the last layer's"
-        if eps is not None:
-            self.eps[first : first + size * m] = eps * m
+        if eps is not None and m > 1:
+            self.eps[first + size : first + size * m] = eps * (m - 1)
         if block is not None:
             shape = len(block.shapes) - 1
             block.layers.extend([(first + i * size, size, shape, ends) for i in range(m)])
         self.calls[first : first + size * m] = relative * m
-        if sites:
-            for i in range(m):
-                if steady[0] <= k + 1 + i <= steady[1]:
-                    self._layer_starts.append(first + (i + 1) * size)
-                    self.count_layers.append((first + (i + 1) * size, sites, k + 1 + i, steady[0], steady[1]))
+        if sites is not None:
+            for i in range(1, m + 1):
+                if steady[0] <= k + i <= steady[1]:
+                    self._layer_starts.append(first + i * size)
+                    self.count_layers.append((first + i * size, sites, k + i, steady[0], steady[1]))
         return first + size * m
 
     @property
