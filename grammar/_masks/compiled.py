@@ -238,11 +238,13 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
             return "walked", self._walked_above(state, below, accepting)
         loop, positions, _, long_ids = self._walk_from(state)
         long_ids = self._walk_long(state, long_ids)[0]
-        for config in a.configs[state]:
-            self._walked_with.setdefault(config, []).append(state)
         if loop is not None:
-            return "walked", self._loop_mask(loop, [t.order[positions], long_ids], accepting)
-        return "walked", self._state_mask([t.order[positions], long_ids], accepting)
+            found = self._loop_mask(loop, [t.order[positions], long_ids], accepting)
+        else:
+            found = self._state_mask([t.order[positions], long_ids], accepting)
+        for config in a.configs[state]:  # once its mask is made (see `_walked_below`)
+            self._walked_with.setdefault(config, []).append(state)
+        return "walked", found
 
     def _walked_below(self, state: int) -> int | None:
         """A state walked before whose configurations are some of `state`'s, and which allows
