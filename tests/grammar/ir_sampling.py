@@ -1,4 +1,5 @@
-"""Random sentences of an IR grammar, and small edits of them, for property tests.
+"""Random sentences of an IR grammar, and small edits of them, for property tests; random
+token walks; and the oracle a mask is checked against (every token, each stepped).
 
 A sentence is drawn by a random derivation that turns to the shortest alternatives once it
 has grown past a budget, so it always ends; edits (insert, delete, replace one character) give
@@ -146,3 +147,9 @@ def token_walk(g, vocab, draw_index, free_steps: int, limit: int = 300) -> str:
         if m.is_terminated():
             break
     return vocab.decode([t for t in taken if t not in vocab.eos_ids]).decode("utf-8")
+
+
+def tokens_that_step(matcher, size: int) -> set[int]:
+    """The ids below `size` that `matcher` accepts next, each tried on a fork: what its mask
+    must hold."""
+    return {token for token in range(size) if matcher.fork().accept_token(token)}

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import grammar
 from grammar import Vocabulary
+from ir_sampling import tokens_that_step
 
 EOS, SPECIAL = 0, 1
 
@@ -72,10 +73,6 @@ def _compiled(schema: dict, vocab: Vocabulary) -> grammar.CompiledGrammar | None
         return grammar.CompiledGrammar(grammar.from_json_schema(schema), vocab)
     except grammar.CompileError:
         return None
-
-
-def _allowed_by_stepping(m: grammar.Matcher, vocab: Vocabulary) -> set[int]:
-    return {token for token in range(vocab.size) if m.fork().accept_token(token)}
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -136,7 +133,7 @@ def _walk_checking_every_mask(compiled: grammar.CompiledGrammar, schema: dict, d
     for step in range(wander + 400):
         allowed = m.next_token_mask().allowed_ids()
         assert allowed.size, "dead end: " + m.describe()
-        assert set(allowed.tolist()) == _allowed_by_stepping(m, VOCAB), (schema, VOCAB.decode(taken))
+        assert set(allowed.tolist()) == tokens_that_step(m, VOCAB.size), (schema, VOCAB.decode(taken))
         if step < wander:
             token = int(allowed[data.draw(st.integers(0, allowed.size - 1))])
         else:
@@ -167,7 +164,7 @@ def test_every_length_between_the_bounds_is_written_and_none_outside(least, most
         allowed = set(m.next_token_mask().allowed_ids().tolist())
         assert (quote in allowed) == (least <= count and (most is None or count <= most)), count
         assert (a in allowed) == (most is None or count < most), count
-        assert allowed == _allowed_by_stepping(m, VOCAB), count
+        assert allowed == tokens_that_step(m, VOCAB.size), count
         if a not in allowed:
             break
         assert m.accept_token(a)
@@ -209,7 +206,7 @@ def test_a_real_vocabulary_masks_bounded_strings_exactly(smollm2_vocabulary):
         m = grammar.Matcher(compiled)
         assert m.accept_bytes(prefix.encode())
         allowed = m.next_token_mask().allowed_ids()
-        assert set(allowed.tolist()) == _allowed_by_stepping(m, smollm2_vocabulary), prefix
+        assert set(allowed.tolist()) == tokens_that_step(m, smollm2_vocabulary.size), prefix
         bitmask = grammar.allocate_token_bitmask(1, smollm2_vocabulary.size)
         m.fill_next_token_bitmask(bitmask)
         unpacked = grammar._tokens.bitmask.unpack_bitmask(bitmask[0], smollm2_vocabulary.size)

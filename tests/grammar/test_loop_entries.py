@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import grammar
+from ir_sampling import tokens_that_step
 
 PATTERNS = ["^[a-z]+(?:-[a-z0-9]+)*$", "^[A-Z][a-z]+$", "^[A-Za-z_][A-Za-z0-9_]*$", "^[^@ ]+@[^@ ]+$", "^.*$"]
 
@@ -37,15 +38,6 @@ def schemas(draw) -> dict:
     return {**inner, "additionalProperties": False}
 
 
-def _brute_force(matcher: grammar.Matcher, size: int) -> set[int]:
-    allowed = set()
-    for token in range(size):
-        probe = matcher.fork()
-        if probe.accept_token(token):
-            allowed.add(token)
-    return allowed
-
-
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(schema=schemas(), data=st.data())
 def test_masks_entering_loops_agree_with_every_token(smollm2_vocabulary, schema, data):
@@ -60,7 +52,7 @@ def test_masks_entering_loops_agree_with_every_token(smollm2_vocabulary, schema,
         m.accept_token(token)
     if m.is_terminated():
         return
-    assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, vocab.size)
+    assert set(m.next_token_mask().allowed_ids().tolist()) == tokens_that_step(m, vocab.size)
 
 
 @pytest.mark.parametrize(
@@ -83,7 +75,7 @@ def test_a_string_s_first_characters_agree_with_every_token(smollm2_vocabulary, 
     assert m.accept_bytes(prefix)
     allowed = m.next_token_mask().allowed_ids()
     assert allowed.size > 1000  # most of the vocabulary: the loop's class answered them
-    assert set(allowed.tolist()) == _brute_force(m, smollm2_vocabulary.size)
+    assert set(allowed.tolist()) == tokens_that_step(m, smollm2_vocabulary.size)
     assert np.array_equal(np.sort(allowed), allowed)
 
 
@@ -108,7 +100,7 @@ def test_an_open_object_s_key_agrees_with_every_token(smollm2_vocabulary, schema
     assert m.accept_bytes(prefix)
     allowed = m.next_token_mask().allowed_ids()
     assert allowed.size > 1000
-    assert set(allowed.tolist()) == _brute_force(m, smollm2_vocabulary.size)
+    assert set(allowed.tolist()) == tokens_that_step(m, smollm2_vocabulary.size)
 
 
 @st.composite
@@ -132,7 +124,7 @@ def test_a_chain_into_a_loop_agrees_with_every_token(smollm2_vocabulary, case):
     schema, prefix = case
     m = grammar.Matcher(grammar.compile(grammar.from_json_schema(schema), smollm2_vocabulary))
     assert m.accept_bytes(prefix)
-    assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, smollm2_vocabulary.size)
+    assert set(m.next_token_mask().allowed_ids().tolist()) == tokens_that_step(m, smollm2_vocabulary.size)
 
 
 @pytest.mark.parametrize("short_of", [2, 9, 15])
@@ -148,7 +140,7 @@ def test_a_minimum_length_short_of_its_loop_is_read_from_the_chain(smollm2_vocab
     before = compiled.profile.paths["chained"]
     allowed = m.next_token_mask().allowed_ids()
     assert compiled.profile.paths["chained"] == before + 1
-    assert set(allowed.tolist()) == _brute_force(m, smollm2_vocabulary.size)
+    assert set(allowed.tolist()) == tokens_that_step(m, smollm2_vocabulary.size)
 
 
 def test_string_starts_share_one_plan_of_the_vocabulary(smollm2_vocabulary, monkeypatch):
@@ -169,7 +161,7 @@ def test_string_starts_share_one_plan_of_the_vocabulary(smollm2_vocabulary, monk
         m = grammar.Matcher(grammar.CompiledGrammar(grammar.from_json_schema(schema), smollm2_vocabulary))
         prefix = b'{"title":"' if name == "title" else b'{"title":"a","body":"'
         assert m.accept_bytes(prefix)
-        assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, smollm2_vocabulary.size)
+        assert set(m.next_token_mask().allowed_ids().tolist()) == tokens_that_step(m, smollm2_vocabulary.size)
     assert len(found) == 1
 
 
@@ -189,7 +181,7 @@ def test_entries_into_one_loop_share_its_walk(smollm2_vocabulary, monkeypatch):
     for prefix in (b'{"', b'{"n', b'{"ni', b'{"na', b'{"nam', b'{"x'):
         m = grammar.Matcher(compiled)
         assert m.accept_bytes(prefix)
-        assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, smollm2_vocabulary.size)
+        assert set(m.next_token_mask().allowed_ids().tolist()) == tokens_that_step(m, smollm2_vocabulary.size)
     assert len(made) == 1 and len(read) >= 2
 
 
@@ -211,7 +203,7 @@ def test_a_partial_match_walks_only_what_the_text_before_it_refuses(smollm2_voca
         m = grammar.Matcher(compiled)
         assert m.accept_bytes(prefix)
         walked.clear()
-        assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, smollm2_vocabulary.size)
+        assert set(m.next_token_mask().allowed_ids().tolist()) == tokens_that_step(m, smollm2_vocabulary.size)
         if i:
             assert sum(walked) < smollm2_vocabulary.size // 10
 
@@ -260,6 +252,6 @@ def test_strings_of_one_shape_are_one_rule_whose_inside_is_found_once():
     m = grammar.Matcher(compiled)
     for prefix in (b'{"a":"', b'x","b":"'):
         assert m.accept_bytes(prefix)
-        assert set(m.next_token_mask().allowed_ids().tolist()) == _brute_force(m, vocab.size)
+        assert set(m.next_token_mask().allowed_ids().tolist()) == tokens_that_step(m, vocab.size)
         assert len(compiled._inside) == 1
     assert compiled.profile.paths["framed"] == 2
