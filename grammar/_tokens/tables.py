@@ -23,6 +23,7 @@ NEVER = np.iinfo(np.int16).max  # a need no room meets (no token begins as many 
 _CACHE: "OrderedDict[object, TokenTables]" = OrderedDict()
 _CACHE_SIZE = 8
 _PROFILES = 32  # character profiles a vocabulary keeps (the least recently used go first)
+_BROAD_CLASS = 32  # ASCII bytes from which a class's profile first sets aside the tokens inside it
 _PLANS = 16  # entry plans a vocabulary keeps (each up to three positions per token), likewise
 _NO_IDS = np.zeros(0, np.int32)
 _LOCK = threading.Lock()
@@ -196,7 +197,17 @@ class TokenTables:
             self._leaving_offsets(first, left)
             count[:] = np.where(left >= 0, left, self.lens)
             return self._profile_of(table, first, count, cur, dead, left)
-        active = np.arange(n)
+        # Tokens made only of ASCII bytes that are each a whole character read all their
+        # bytes as characters, unwalked (most of a string's tokens).
+        single = np.zeros(256, dtype=bool)
+        single[:128] = table[0, :128] == -2
+        active = self._outside_class(single)
+        if active is None:
+            active = np.arange(n)
+        else:
+            inside = np.ones(n, dtype=bool)
+            inside[active] = False
+            count[inside] = self.lens[inside]
         for p in range(self.matrix.shape[0]):
             active = active[self.lens[active] > p]
             if not active.size:
@@ -220,8 +231,12 @@ class TokenTables:
 
     def _leaving_offsets(self, first: np.ndarray, left: np.ndarray) -> None:
         """Write into `left` each token's offset of its first byte outside `first` (the
-        token's order), where it has one."""
-        active = np.arange(self.order.size)
+        token's order), where it has one. Of a broad class (`_BROAD_CLASS` ASCII bytes or
+        more), the tokens whose byte set lies inside it have none and are not walked: most
+        of a string's or a name pattern's tokens."""
+        active = self._outside_class(first)
+        if active is None:
+            active = np.arange(self.order.size)
         for p in range(self.matrix.shape[0]):
             active = active[self.lens[active] > p]
             if not active.size:
@@ -229,6 +244,20 @@ class TokenTables:
             leaving = ~first[self.matrix[p, active]]
             left[active[leaving]] = p
             active = active[~leaving]
+
+    def _outside_class(self, byte_class: np.ndarray) -> np.ndarray | None:
+        """The order positions of the tokens with a byte outside the ASCII bytes of
+        `byte_class`; None where it holds fewer than `_BROAD_CLASS` of them (then nearly every
+        token has one, and the check would cost more than it saves)."""
+        ascii_class = np.flatnonzero(byte_class[:128])
+        if ascii_class.size < _BROAD_CLASS:
+            return None
+        bits = 0
+        for b in ascii_class.tolist():
+            bits |= 1 << b
+        inside = self._loops(self.ascii_bits, self.utf8_whole, self.all_ascii,
+                             np.array([bits & (2**64 - 1), bits >> 64], dtype=np.uint64), False)
+        return np.flatnonzero(~inside)
 
     def _profile_of(self, table: np.ndarray, first: np.ndarray, count: np.ndarray, cur: np.ndarray,
                     dead: np.ndarray, left: np.ndarray) -> CharacterProfile:
@@ -239,9 +268,15 @@ class TokenTables:
         need_by_id[self.order[inside]] = count[inside] + (cur[inside] != 0)
         leave = np.flatnonzero(left >= 0)
         long_leavers = []
+        # Bytes that are a whole character from a character's start: a long token's run of
+        # them (spaces, dashes) is read at once.
+        singles = bytes(np.flatnonzero(table[0] == -2).tolist())
         for i in self.long_ids.tolist():
-            state, whole, offset = 0, 0, -1
-            for q, byte in enumerate(self.token_bytes[i]):
+            data = self.token_bytes[i]
+            run = len(data) - len(data.lstrip(singles))
+            state, whole, offset = 0, run, -1
+            for q in range(run, len(data)):
+                byte = data[q]
                 if state == 0 and not first[byte]:
                     offset = q
                     break

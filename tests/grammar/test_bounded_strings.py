@@ -10,7 +10,7 @@ import json
 import jsonschema
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import grammar
@@ -250,3 +250,88 @@ def test_a_class_of_one_byte_characters_is_profiled_as_the_general_walk_profiles
     for name in fast.__dataclass_fields__:
         a, b = getattr(fast, name), getattr(general, name)
         assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, name
+
+
+def _profile_by_reading(tables, table: np.ndarray):
+    """A character profile's definition, token by token: read each token's bytes from a
+    character's start until it leaves the repeat (a byte no character begins with, at a
+    character's start), dies, or ends."""
+    first = table[0] != -1
+    needs, leavers, long_leavers = {}, {}, []
+    long_ids = set(tables.long_ids.tolist())
+    for position, tid in enumerate(tables.order.tolist()):
+        _read(tables.token_bytes[tid], table, first, tid, needs, leavers, None, position)
+    for tid in sorted(long_ids):
+        _read(tables.token_bytes[tid], table, first, tid, needs, None, long_leavers, None)
+    return needs, leavers, long_leavers
+
+
+def _read(data, table, first, tid, needs, leavers, long_leavers, position):
+    state, whole = 0, 0
+    for q, byte in enumerate(data):
+        if state == 0 and not first[byte]:
+            if leavers is not None:
+                leavers[position] = (q, byte, whole)
+            else:
+                long_leavers.append((tid, q, whole))
+            return
+        state = int(table[state, byte])
+        if state == -1:
+            return
+        if state == -2:
+            whole, state = whole + 1, 0
+    needs[tid] = whole + (state != 0)
+
+
+@st.composite
+def _character_tables(draw):
+    """A language of characters: bytes that are one character alone (sets broad and narrow,
+    ASCII and not), and optionally lead bytes each followed by one continuation byte."""
+    singles = draw(st.one_of(
+        st.sets(st.integers(0, 255), max_size=255),
+        st.builds(lambda gone: set(range(32, 128)) - gone, st.sets(st.integers(32, 127), max_size=8)),
+    ))
+    table = np.full((2, 256), -1, dtype=np.int32)
+    table[0, sorted(singles)] = -2
+    leads = draw(st.sets(st.integers(0, 255).filter(lambda b: b not in singles), max_size=40))
+    table[0, sorted(leads)] = 1
+    table[1, sorted(draw(st.sets(st.integers(0, 255), max_size=80)))] = -2
+    return table if leads else table[:1]
+
+
+def _string_characters(utf8: bool = True) -> np.ndarray:
+    """A JSON string's characters, escapes left out: printable ASCII but the quote and the
+    backslash, and (with `utf8`) two-byte UTF-8."""
+    table = np.full((2 if utf8 else 1, 256), -1, dtype=np.int32)
+    table[0, 32:128] = -2
+    table[0, [34, 92]] = -1
+    if utf8:
+        table[0, 0xC2:0xE0] = 1
+        table[1, 0x80:0xC0] = -2
+    return table
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=_character_tables(), big=st.booleans())
+@example(table=_string_characters(), big=False)
+@example(table=_string_characters(utf8=False), big=False)
+@example(table=_string_characters(), big=True)
+def test_a_character_profile_is_what_reading_each_token_byte_by_byte_gives(smollm2_vocabulary, table, big):
+    """Every field of a profile (the tokens set aside unwalked because their byte set lies in
+    a broad class, and the long tokens whose leading run of one-byte characters is read at
+    once, included) against each token read byte by byte."""
+    vocab = smollm2_vocabulary if big else VOCAB
+    tables = grammar.compile(grammar.from_json_schema({"type": "string"}), vocab).tables
+    profile = tables._character_profile(table)
+    needs, leavers, long_leavers = _profile_by_reading(tables, table)
+    expected = np.full(tables.size, np.iinfo(np.int16).max, dtype=np.int64)
+    for tid, need in needs.items():
+        expected[tid] = need
+    assert np.array_equal(profile.needs, expected)
+    assert profile.widest == max(needs.values(), default=0)
+    positions = sorted(leavers)
+    assert profile.leave_positions.tolist() == positions
+    assert profile.leave_offsets.tolist() == [leavers[p][0] for p in positions]
+    assert profile.leave_bytes.tolist() == [leavers[p][1] for p in positions]
+    assert profile.leave_counts.tolist() == [leavers[p][2] for p in positions]
+    assert list(profile.long_leavers) == long_leavers
