@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._automaton.states import DEAD, FLAT_TAKE, MAX_STACK_DEPTH, UNBUILT
-from .._tokens.tables import MATRIX_WIDTH, LoopClass
+from .._tokens.tables import MATRIX_WIDTH, LoopClass, ascii_bitset
 from .common import (_BYTES, _ENTRY_STEPS, _FEW, _FEW_WALKS, _LOOP_BYTES, _NO_WORDS, _WIDE_BYTES,
                      _WIDE_RUN, _distinct)
 
@@ -330,11 +330,7 @@ class WalksMixin:
         loop_bytes = np.flatnonzero(row_np == state)
         if loop_bytes.size < _LOOP_BYTES:
             return None
-        bits = 0
-        for b in loop_bytes[loop_bytes < 128].tolist():
-            bits |= 1 << b
-        ascii_loop = np.array([bits & (2**64 - 1), bits >> 64], dtype=np.uint64)
-        return self.tables.loop_class(ascii_loop, self._loops_on_utf8(state))
+        return self.tables.loop_class(ascii_bitset(loop_bytes[loop_bytes < 128]), self._loops_on_utf8(state))
 
     def _prefix_walk(self, state: int, track: _Track | None = None) -> tuple[np.ndarray, np.ndarray]:
         """`_walk` of every short token from `state`, as a search over the sorted tokens'

@@ -199,15 +199,9 @@ class TokenTables:
             return self._profile_of(table, first, count, cur, dead, left)
         # Tokens made only of ASCII bytes that are each a whole character read all their
         # bytes as characters, unwalked (most of a string's tokens).
-        single = np.zeros(256, dtype=bool)
-        single[:128] = table[0, :128] == -2
-        active = self._outside_class(single)
-        if active is None:
-            active = np.arange(n)
-        else:
-            inside = np.ones(n, dtype=bool)
-            inside[active] = False
-            count[inside] = self.lens[inside]
+        active = self._outside_class(table[0] == -2)
+        count[:] = self.lens
+        count[active] = 0
         for p in range(self.matrix.shape[0]):
             active = active[self.lens[active] > p]
             if not active.size:
@@ -235,8 +229,6 @@ class TokenTables:
         more), the tokens whose byte set lies inside it have none and are not walked: most
         of a string's or a name pattern's tokens."""
         active = self._outside_class(first)
-        if active is None:
-            active = np.arange(self.order.size)
         for p in range(self.matrix.shape[0]):
             active = active[self.lens[active] > p]
             if not active.size:
@@ -245,18 +237,14 @@ class TokenTables:
             left[active[leaving]] = p
             active = active[~leaving]
 
-    def _outside_class(self, byte_class: np.ndarray) -> np.ndarray | None:
+    def _outside_class(self, byte_class: np.ndarray) -> np.ndarray:
         """The order positions of the tokens with a byte outside the ASCII bytes of
-        `byte_class`; None where it holds fewer than `_BROAD_CLASS` of them (then nearly every
-        token has one, and the check would cost more than it saves)."""
+        `byte_class`: every token where it holds fewer than `_BROAD_CLASS` of them (then
+        nearly every token has one, and the check would cost more than it saves)."""
         ascii_class = np.flatnonzero(byte_class[:128])
         if ascii_class.size < _BROAD_CLASS:
-            return None
-        bits = 0
-        for b in ascii_class.tolist():
-            bits |= 1 << b
-        inside = self._loops(self.ascii_bits, self.utf8_whole, self.all_ascii,
-                             np.array([bits & (2**64 - 1), bits >> 64], dtype=np.uint64), False)
+            return np.arange(self.order.size)
+        inside = self._loops(self.ascii_bits, self.utf8_whole, self.all_ascii, ascii_bitset(ascii_class), False)
         return np.flatnonzero(~inside)
 
     def _profile_of(self, table: np.ndarray, first: np.ndarray, count: np.ndarray, cur: np.ndarray,
@@ -426,6 +414,14 @@ class TokenTables:
         """Which tokens (given their byte-set summaries) are made only of looping bytes."""
         outside = (bits & ~ascii_loop) != 0
         return ~(outside[:, 0] | outside[:, 1]) & (whole if utf8_loops else ascii_only)
+
+
+def ascii_bitset(ascii_bytes: np.ndarray) -> np.ndarray:
+    """The (2,) uint64 set of the ASCII bytes `ascii_bytes`, as the tables keep each token's."""
+    bits = 0
+    for b in ascii_bytes.tolist():
+        bits |= 1 << b
+    return np.array([bits & (2**64 - 1), bits >> 64], dtype=np.uint64)
 
 
 def token_tables(vocab) -> TokenTables:

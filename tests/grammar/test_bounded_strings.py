@@ -258,10 +258,9 @@ def _profile_by_reading(tables, table: np.ndarray):
     character's start), dies, or ends."""
     first = table[0] != -1
     needs, leavers, long_leavers = {}, {}, []
-    long_ids = set(tables.long_ids.tolist())
     for position, tid in enumerate(tables.order.tolist()):
         _read(tables.token_bytes[tid], table, first, tid, needs, leavers, None, position)
-    for tid in sorted(long_ids):
+    for tid in tables.long_ids.tolist():
         _read(tables.token_bytes[tid], table, first, tid, needs, None, long_leavers, None)
     return needs, leavers, long_leavers
 
