@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from .._ir.analysis import nullable, nullable_rules
 from .._errors import CompileError, LimitError
 from .._ir import Alt, Chars, Counted, Lit, Node, Ref, Repeat, Rules, Seq, liveness
+from .._ir.marks import is_key_text
 from .._ir.nodes import height
 from .graph import _recursive_rules, _shared_rules, check_left_recursion
 from .utf8 import Utf8Shape, utf8_shape
@@ -75,11 +76,16 @@ class _NFA:
         # rule (see `Automaton.frame_split`) pops to it where the rule ends.
         self.exit = self.new()
         self.root_start = self.new()
+        # The states of each key text's rule (see `marks.key_text`), emitted with no call inside.
+        self._key_text_spans: list[tuple[int, int]] = []
         try:
             self.root_end = self._emit(rules.rules[rules.root], self.root_start, (rules.root,))
             while self.pending:
                 node, start, inlining = self.pending.pop()
+                first = len(self.eps)
                 self.rule_end[self._emit(node, start, inlining)] = True
+                if self.starts.get(inlining[-1]) == start:  # a rule's body (not a repeat's item)
+                    self._note_key_text(inlining[-1], first)
         except RecursionError:  # a single rule nested deeper than Python's stack goes
             raise LimitError("grammar nests too deeply to build its automaton", keyword="depth") from None
         # A shared rule or a repeated body does not recurse, so its calls nest no deeper than
@@ -97,6 +103,9 @@ class _NFA:
                     and not self.rule_end[q]:
                 self.link_bytes[q] = edges[0][0]
         self.link_bytes[self.root_end] = -1
+        self.key_text = bytearray(len(self.eps))  # 1 for the states of a key text's rule
+        for first, end in self._key_text_spans:
+            self.key_text[first:end] = b"\x01" * (end - first)
 
     def _fewest_states(self) -> int:
         """A lower bound on the states `_emit` makes: the root and each rule it reaches a call
@@ -326,7 +335,10 @@ class _NFA:
                 return ret
             if node.name in inlining:  # cannot happen for non-recursive rules
                 raise CompileError(f"rule {node.name!r} refers to itself", keyword="ref")
-            return self._emit(self.rules.rules[node.name], s, inlining + (node.name,))
+            first = len(self.eps)
+            end = self._emit(self.rules.rules[node.name], s, inlining + (node.name,))
+            self._note_key_text(node.name, first)
+            return end
         raise TypeError(f"not a grammar node: {node!r}")
 
     def _emit_counted(self, node: Counted, s: int, inlining: tuple[str, ...]) -> int:
@@ -447,6 +459,13 @@ class _NFA:
         self.calls += [()] * n
         self.rule_end += [False] * n
         return first
+
+    def _note_key_text(self, name: str, first: int) -> None:
+        """Note the states made from `first` on as a key text's, where rule `name` is marked
+        one (`marks.key_text`) and they hold no call (a rule called inside would stand a frame
+        deeper than the key's others)."""
+        if is_key_text(name) and not any(self.calls[first:]):
+            self._key_text_spans.append((first, len(self.eps)))
 
     def _called_body(self, node: Node, inlining: tuple[str, ...]) -> int:
         """The start of `node` emitted once as a body its users call."""

@@ -1,6 +1,7 @@
-"""The IR stage: the nodes every front end builds and every back end reads (`nodes`), and the
-analyses of a rule set they share (`analysis`: nullable, productive, left-recursive rules).
-Front ends and back ends import the node vocabulary from here."""
+"""The IR stage: the nodes every front end builds and every back end reads (`nodes`), the
+analyses of a rule set they share (`analysis`: nullable, productive, left-recursive rules), and
+the marks a front end sets in a rule's name for the back ends (`marks`). Front ends and back ends
+import the node vocabulary from here."""
 
 from .counted import Liveness, counted, liveness
 from .nodes import (

@@ -8,6 +8,7 @@ import re
 
 from .._errors import CompileError, LimitError
 from .._ir import EMPTY, NOTHING, Node, alt, lit, opt, repeat, seq
+from .._ir import marks
 from . import lang
 from .facets import Facets
 from .limits import MAX_COUNT_STATES, MAX_OTHER_KEY, MAX_PATTERN_SUBSETS, MAX_UNCOUNTED_EXTRAS, _POSITIONS_PER_RULE
@@ -167,7 +168,7 @@ class ContainerLoweringMixin:
                 names_key = frozenset(declared)
                 if names_key not in self._exclusions:
                     tag = self.name("key")
-                    self._exclusions[names_key] = self.rule(tag, excluding_text(declared, self.rule, tag))
+                    self._exclusions[names_key] = self.rule(marks.key_text(tag), excluding_text(declared, self.rule, tag))
                 key_text = self._exclusions[names_key]
             else:
                 key = self.key_language(patterns, inside, declared, names_language, f.pointer)

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._tokens.tables import LoopClass
-from .common import _NO_BYTES, _NO_IDS, _NO_WORDS, _byte_set
+from .common import _LOOP_BYTES, _NO_BYTES, _NO_IDS, _NO_WORDS, _byte_set
 from .pool import StateMask
 from .walks import _Track
+
+_QUOTE_BIT = np.uint64(1 << ord('"'))  # the quote's bit in a token's ASCII byte set (first word)
 
 
 class FramedMixin:
@@ -69,7 +71,11 @@ class FramedMixin:
         """Walk the tokens from a state seen inside its frame (see `Automaton.frame_split`),
         noting each token that reaches the frame's end with bytes still to go."""
         track = _Track([] if self.automaton.nfa.recursive else None)
-        loop, positions, _, long_ids = self._walk_from(local, track)
+        in_key = self._key_text_walk(local, track)
+        if in_key is not None:
+            loop, positions, long_ids = in_key
+        else:
+            loop, positions, _, long_ids = self._walk_from(local, track)
         long_kept, long_cross = self._split_long(local, long_ids, track)
         depths = self.automaton.depths
         reach = 0
@@ -90,6 +96,41 @@ class FramedMixin:
             positions = np.sort(positions)
         return _Inside(loop, positions, cross, cross_from, cross_byte, long_kept, long_cross,
                        max(reach, depths[local]))
+
+    def _key_text_walk(self, local: int, track: _Track) -> tuple[LoopClass, np.ndarray, np.ndarray] | None:
+        """`_walk_from` of a state at a character boundary inside a key text (see
+        `marks.key_text`: a key's prefix, where the declared names branch): a token without a
+        quote byte goes on from there exactly as from the string's inside, the loop state most
+        of its bytes lead to, so the inside's class and its kept walk answer those, and only the
+        tokens with a quote are walked from the state itself (their verdict depends on whether
+        the key may end there). Walking every token that starts with a name's letter through
+        the names' trie would build a row for each prefix they spell. Returns the loop class,
+        the positions of the other short tokens allowed, and the long tokens still to walk;
+        None for any other state."""
+        a = self.automaton
+        marked = a.nfa.key_text
+        configs = a.configs[local]
+        if not configs or not all(marked[q] for q, _ in configs):
+            return None
+        row = a.byte_row(local)
+        alive = row[row >= 0]
+        if alive.size < _LOOP_BYTES:
+            return None
+        targets, counts = np.unique(alive, return_counts=True)
+        inside = int(targets[counts.argmax()])
+        if inside == local or a.exits[inside] or not all(marked[q] for q, _ in a.configs[inside]):
+            return None
+        inside_row = a.byte_row(inside)
+        loop = self._loop_class(inside, inside_row)
+        # A byte the inside loops on that is dead here: inside an escape or a character.
+        if loop is None or (row[:128][inside_row[:128] == inside] < 0).any():
+            return None
+        others = loop.other_positions
+        quoted = (self.tables.ascii_bits[others, 0] & _QUOTE_BIT) != 0
+        plain, plain_ends = self._from_loop(inside, loop, ~quoted, track)
+        walked, walked_ends = self._walk(local, others[quoted], track=track)
+        positions = np.concatenate([plain, walked])
+        return loop, self._without_doomed(positions, np.concatenate([plain_ends, walked_ends]))[0], loop.other_long_ids
 
     def _split_long(self, local: int, ids: np.ndarray, track: _Track) -> tuple[np.ndarray, np.ndarray]:
         """The long tokens among `ids` that end inside the frame of `local` (allowed wherever
