@@ -47,20 +47,29 @@ class FramedMixin:
                 extra.append(t.order[self._without_doomed(crossing, ends)[0]])
         if inside.long_cross.size:
             extra.append(self._walk_long(state, inside.long_cross)[0])
+        # What the configurations outside allow, kept apart where both sides allow most tokens
+        # (a string beside another frame's string): the union is then taken over the few ids
+        # each side disallows.
+        most = None
         if outside >= 0:
-            extra.append(self.mask(outside).allowed_ids(t.size))
+            most = self.mask(outside)
+            if not (most.inverted and base.inverted):
+                extra.append(most.allowed_ids(t.size))
+                most = None
         if accepting:
             extra.append(t.eos_ids)
         extra = [e for e in extra if e.size]
-        if not extra:
+        if not extra and most is None:
             return base
         # The same rule called from places that are followed alike (every string property
         # followed by `,"`) adds the same few tokens to it: the union is made once.
-        added = np.sort(np.concatenate(extra))
-        key = (local, added.tobytes())
+        added = np.sort(np.concatenate(extra)) if extra else _NO_WORDS
+        key = (local, -1 if most is None else outside, added.tobytes())
         found = self._unions.get(key)
         if found is None:
-            if not base.inverted:
+            if most is not None:  # disallowed: what neither side allows, less the added tokens
+                found = self._all_but(np.intersect1d(base.ids, most.ids, assume_unique=True), added)
+            elif not base.inverted:
                 found = self._state_mask([base.ids, added], False)
             else:
                 found = self._all_but(base.ids, added)

@@ -51,3 +51,27 @@ def test_a_rule_in_several_frames_agrees_with_every_token(smollm2_vocabulary, va
     if not m.accept_bytes(written):
         return  # the pattern refuses the text
     assert set(m.next_token_mask().allowed_ids().tolist()) == tokens_that_step(m, smollm2_vocabulary.size)
+
+
+_PLAIN_OR_PATTERN = {
+    "anyOf": [
+        {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "additionalProperties": False},
+        {"type": "object", "properties": {"a": {"type": "string", "pattern": "^[a-z ]*$"}}, "additionalProperties": False},
+    ]
+}
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet="ab Z\\\"", max_size=4))
+def test_a_frame_beside_another_string_agrees_with_every_token(smollm2_vocabulary, text):
+    """After `{"a":"`, the plain string's rule stands in its frame and the pattern's string
+    outside it, which allows most tokens too: the mask joins the two by what neither allows."""
+    compiled = grammar.compile(grammar.from_json_schema(_PLAIN_OR_PATTERN), smollm2_vocabulary)
+    m = grammar.Matcher(compiled)
+    assert m.accept_bytes(b'{"a":"')
+    _, _, outside, _ = compiled.automaton.frame_split(m.state)
+    assert outside >= 0 and compiled.mask(outside).inverted  # the case this test is for
+    written = text.replace("\\", "\\\\").replace('"', '\\"').encode()
+    if not m.accept_bytes(written):
+        return
+    assert set(m.next_token_mask().allowed_ids().tolist()) == tokens_that_step(m, smollm2_vocabulary.size)
