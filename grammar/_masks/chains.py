@@ -55,8 +55,13 @@ class ChainsMixin:
         a = self.automaton
         t = self.tables
         widest = max(a.byte_spans(state), key=lambda span: span[1] - span[0])
-        if a.step(state, widest[0]) == state:
+        first = a.step(state, widest[0])
+        if first == state:
             return None  # a loop (a string's inside), found without building the whole row
+        if first >= 0 and a.step(first, widest[0]) == first:
+            # A string's first character, one step before its loop: no chain (see
+            # `_chain_along`), found without building either row.
+            return None
         row = a.byte_row(state)
         targets, counts = np.unique(row[row >= 0], return_counts=True)
         if not counts.size or counts.max() < _LOOP_BYTES or targets[counts.argmax()] == state:
