@@ -67,6 +67,7 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
         self._pool: dict[tuple[bool, bytes], StateMask] = {}
         self._small_pool: dict[tuple[int, ...], StateMask] = {}  # the same, keyed by a few allowed ids
         self._utf8_leads: dict[tuple[int, int], bool] = {}  # see `_utf8_leads_to`
+        self._char_leads: dict[tuple[int, int], np.ndarray] = {}  # see `_characters_leading`
         self._loops: dict[int, bytes] = {}  # see `_looping_bytes`
         self._doom: dict[int, bool] = {}
         self._inside: dict[int, _Inside] = {}

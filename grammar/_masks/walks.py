@@ -25,6 +25,7 @@ _UTF8_SHAPES = (
     ((0xF1, 0xF3), (0x80, 0xBF), (0x80, 0xBF), (0x80, 0xBF)),
     ((0xF4, 0xF4), (0x80, 0x8F), (0x80, 0xBF), (0x80, 0xBF)),
 )
+_UTF8_LEADS = slice(0xC2, 0xF5)  # the bytes a whole multi-byte character starts with
 
 
 @dataclass(slots=True)
@@ -129,7 +130,7 @@ class WalksMixin:
         if steps > t.matrix.shape[0] or (a.exits[loop_state] and track is None):
             return None
         loops_utf8 = self._loops_on_utf8(loop_state)
-        utf8_through = steps == 1 and loops_utf8 and self._utf8_leads_to(state, loop_state)
+        utf8_through = steps == 1 and self._utf8_through(state, loop_state, loops_utf8)
         plan = t.entry_plan([rows[j] == chain[j + 1] for j in range(steps)], loop, rows[-1][:128] == loop_state,
                             loops_utf8, utf8_through, row_np >= 0)
         walked, walked_ends = self._from_loop(loop_state, loop, plan.go_on, track)
@@ -330,7 +331,48 @@ class WalksMixin:
         loop_bytes = np.flatnonzero(row_np == state)
         if loop_bytes.size < _LOOP_BYTES:
             return None
-        return self.tables.loop_class(ascii_bitset(loop_bytes[loop_bytes < 128]), self._loops_on_utf8(state))
+        ascii_loop = ascii_bitset(loop_bytes[loop_bytes < 128])
+        if self._loops_on_utf8(state):
+            return self.tables.loop_class(ascii_loop, True)
+        if not (row_np[_UTF8_LEADS] >= 0).any():
+            return self.tables.loop_class(ascii_loop, False)
+        return self.tables.loop_class(ascii_loop, self._looping_characters(state))
+
+    def _looping_characters(self, state: int) -> np.ndarray:
+        """Which of the vocabulary's non-ASCII characters (`TokenTables.characters`) lead
+        from `state` back to it: where some do and others do not (`\\w`, `\\S`), the tokens
+        made of those that do loop there too."""
+        return self._characters_leading(state, state)
+
+    def _characters_leading(self, state: int, target: int) -> np.ndarray:
+        """Which of the vocabulary's non-ASCII characters lead from `state` to `target`,
+        through states where no frame may end (so a token reading one crosses no frame's end)."""
+        key = (state, target)
+        found = self._char_leads.get(key)
+        if found is None:
+            a = self.automaton
+            chars = self.tables.characters()
+            at = np.full(chars.sizes.size, state, np.int32)
+            alive = np.ones(chars.sizes.size, dtype=bool)
+            for k in range(4):
+                going = np.flatnonzero(alive & (chars.sizes > k))
+                if not going.size:
+                    break
+                nxt = a.gather(at[going], a.class_of.take(chars.encoded[going, k]))
+                at[going] = nxt
+                inside = chars.sizes[going] > k + 1  # a character's middle: no frame may end there
+                alive[going] = (nxt >= 0) & ~(inside & a.exits[np.maximum(nxt, 0)])
+            found = self._char_leads[key] = alive & (at == target)
+        return found
+
+    def _utf8_through(self, state: int, loop_state: int, loops_utf8: bool) -> bool:
+        """Whether every non-ASCII character that loops on `loop_state` leads there from
+        `state` (and one does), so a token whose first character is such a one goes from
+        `state` through into the loop."""
+        if loops_utf8:
+            return self._utf8_leads_to(state, loop_state)
+        looping = self._looping_characters(loop_state)
+        return bool(looping.any() and self._characters_leading(state, loop_state)[looping].all())
 
     def _prefix_walk(self, state: int, track: _Track | None = None) -> tuple[np.ndarray, np.ndarray]:
         """`_walk` of every short token from `state`, as a search over the sorted tokens'

@@ -14,6 +14,8 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .characters import PAST_END, Characters
+
 # Tokens longer than this are walked one by one (there are few of them); the byte matrix stays
 # small.
 MATRIX_WIDTH = 48
@@ -170,7 +172,8 @@ class TokenTables:
                 self.long_utf8_whole[k] = True
             except UnicodeDecodeError:
                 pass
-        self._loop_cache: dict[tuple[bytes, bool], LoopClass] = {}
+        self._loop_cache: dict[tuple[bytes, bool | bytes], LoopClass] = {}
+        self._characters: Characters | None = None  # see `characters`
         self._profiles: OrderedDict[bytes, CharacterProfile] = OrderedDict()
         self._plans: OrderedDict[tuple, EntryPlan] = OrderedDict()
         # Grammars compiled on several threads share these tables: the least-recently-used
@@ -304,28 +307,42 @@ class TokenTables:
             return np.concatenate(found)
         return found[0] if found else _NO_IDS
 
-    def loop_class(self, ascii_loop: np.ndarray, utf8_loops: bool) -> "LoopClass":
+    def loop_class(self, ascii_loop: np.ndarray, utf8_loops: bool | np.ndarray) -> "LoopClass":
         """The tokens outside those that certainly walk a state back to itself, given which
         bytes loop there.
 
         `ascii_loop` is the (2,) uint64 set of ASCII bytes that loop on the state; with
-        `utf8_loops`, every whole non-ASCII character loops too. Cached: the string states of
-        every grammar share a handful of such classes.
+        `utf8_loops` True, every whole non-ASCII character loops too; as a bool per character
+        of `characters()`, those it picks do. Cached: the string states of every grammar share
+        a handful of such classes.
         """
-        key = (ascii_loop.tobytes(), utf8_loops)
+        some = isinstance(utf8_loops, np.ndarray)
+        key = (ascii_loop.tobytes(), np.packbits(utf8_loops).tobytes() if some else utf8_loops)
         hit = self._loop_cache.get(key)
         if hit is None:
-            ok = self._loops(self.ascii_bits, self.utf8_whole, self.all_ascii, ascii_loop, utf8_loops)
-            long_ok = self._loops(
-                self.long_ascii_bits, self.long_utf8_whole, self.long_all_ascii, ascii_loop, utf8_loops
-            )
+            if some:
+                # Whole UTF-8, and no character outside the picked ones.
+                first_out = self.characters().first_outside(utf8_loops, len(self.sorted_bytes))
+                ok = self._loops(self.ascii_bits, self.utf8_whole & (first_out == PAST_END), self.all_ascii,
+                                 ascii_loop, True)
+                long_ok = self._loops(self.long_ascii_bits, self._long_within(utf8_loops), self.long_all_ascii,
+                                      ascii_loop, True)
+            else:
+                first_out = None
+                ok = self._loops(self.ascii_bits, self.utf8_whole, self.all_ascii, ascii_loop, utf8_loops)
+                long_ok = self._loops(
+                    self.long_ascii_bits, self.long_utf8_whole, self.long_all_ascii, ascii_loop, utf8_loops
+                )
             by_id = np.zeros(self.size, dtype=bool)
             by_id[self.order[ok]] = True
             by_id[self.long_ids[long_ok]] = True
             others = np.flatnonzero(~ok)
+            skip = self._looping_prefix(others, ascii_loop, some or utf8_loops)
+            if first_out is not None:
+                skip = np.minimum(skip, first_out[others])
             hit = LoopClass(
                 others,
-                self._looping_prefix(others, ascii_loop, utf8_loops),
+                skip,
                 self.long_ids[~long_ok],
                 self.long_first[~long_ok],
                 np.flatnonzero(~by_id).astype(np.int32),
@@ -333,6 +350,25 @@ class TokenTables:
             )
             self._loop_cache[key] = hit
         return hit
+
+    def characters(self) -> Characters:
+        """The short tokens' non-ASCII characters (see `Characters`), found on first use."""
+        if self._characters is None:
+            self._characters = Characters.of(self.sorted_bytes, self.utf8_prefix, self.all_ascii)
+        return self._characters
+
+    def _long_within(self, looping: np.ndarray) -> np.ndarray:
+        """Per long token: whether it is whole UTF-8 and each of its non-ASCII characters is
+        one `looping` picks among `characters()` (one none of the short tokens holds is not)."""
+        points = self.characters().code_points
+        within = np.zeros(self.long_ids.size, dtype=bool)
+        for k, tid in enumerate(self.long_ids.tolist()):
+            if not self.long_utf8_whole[k]:
+                continue
+            high = [ord(ch) for ch in self.token_bytes[tid].decode("utf-8") if ord(ch) >= 0x80]
+            at = np.searchsorted(points, high)
+            within[k] = all(i < points.size and points[i] == cp and looping[i] for i, cp in zip(at.tolist(), high))
+        return within
 
     def entry_plan(self, links: list[np.ndarray], loop: LoopClass, loops_ascii: np.ndarray, utf8_loops: bool,
                    utf8_through: bool, first: np.ndarray) -> EntryPlan:
@@ -343,8 +379,10 @@ class TokenTables:
         whose non-ASCII characters lead into the loop); `first`, the (256,) bytes the chain's
         start reads. Cached (least recently used out): every string start of every grammar
         shares a few."""
+        # (`loop` by identity: the loop classes are kept for good, and one that loops on some
+        # non-ASCII characters differs from one on none with the same other arguments)
         key = (b"".join(np.packbits(link).tobytes() for link in links), np.packbits(loops_ascii).tobytes(),
-               utf8_loops, utf8_through, np.packbits(first).tobytes())
+               utf8_loops, utf8_through, np.packbits(first).tobytes(), id(loop))
         make = lambda: self._entry_plan(links, loop, loops_ascii, utf8_through, first)  # noqa: E731
         return self._kept(self._plans, _PLANS, key, make)
 
