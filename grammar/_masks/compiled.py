@@ -102,8 +102,9 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
         leavers = sum(v.nbytes for v in [*self._leavers.values(), *self._chain_leavers_by.values()] if v is not None)
         chains = sum(c.nbytes for c in {id(c): c for c in self._chain_at.values()}.values())
         loop_walks = sum(w.nbytes for w in self._loop_walks.values())
+        characters = sum(c.nbytes for c in self._char_leads.values())
         table = self.automaton.table[: len(self.automaton.configs)].nbytes
-        return int(rows + successors + inside + leavers + chains + loop_walks + table)
+        return int(rows + successors + inside + leavers + chains + loop_walks + characters + table)
 
     def mask(self, state: int) -> StateMask:
         found = self._masks.get(state)

@@ -334,9 +334,8 @@ class WalksMixin:
         ascii_loop = ascii_bitset(loop_bytes[loop_bytes < 128])
         if self._loops_on_utf8(state):
             return self.tables.loop_class(ascii_loop, True)
-        if not (row_np[_UTF8_LEADS] >= 0).any():
-            return self.tables.loop_class(ascii_loop, False)
-        return self.tables.loop_class(ascii_loop, self._looping_characters(state))
+        looping = self._looping_characters(state) if (row_np[_UTF8_LEADS] >= 0).any() else None
+        return self.tables.loop_class(ascii_loop, looping if looping is not None and looping.any() else False)
 
     def _looping_characters(self, state: int) -> np.ndarray:
         """Which of the vocabulary's non-ASCII characters (`TokenTables.characters`) lead
