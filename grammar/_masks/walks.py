@@ -130,7 +130,7 @@ class WalksMixin:
         if steps > t.matrix.shape[0] or (a.exits[loop_state] and track is None):
             return None
         loops_utf8 = self._loops_on_utf8(loop_state)
-        utf8_through = steps == 1 and self._utf8_through(state, loop_state, loops_utf8)
+        utf8_through = steps == 1 and self._utf8_through(state, loop_state, rows[-1], loops_utf8)
         plan = t.entry_plan([rows[j] == chain[j + 1] for j in range(steps)], loop, rows[-1][:128] == loop_state,
                             loops_utf8, utf8_through, row_np >= 0)
         walked, walked_ends = self._from_loop(loop_state, loop, plan.go_on, track)
@@ -334,14 +334,18 @@ class WalksMixin:
         ascii_loop = ascii_bitset(loop_bytes[loop_bytes < 128])
         if self._loops_on_utf8(state):
             return self.tables.loop_class(ascii_loop, True)
-        looping = self._looping_characters(state) if (row_np[_UTF8_LEADS] >= 0).any() else None
-        return self.tables.loop_class(ascii_loop, looping if looping is not None and looping.any() else False)
+        looping = self._looping_characters(state, row_np)
+        return self.tables.loop_class(ascii_loop, looping if looping is not None else False)
 
-    def _looping_characters(self, state: int) -> np.ndarray:
+    def _looping_characters(self, state: int, row_np: np.ndarray) -> np.ndarray | None:
         """Which of the vocabulary's non-ASCII characters (`TokenTables.characters`) lead
-        from `state` back to it: where some do and others do not (`\\w`, `\\S`), the tokens
-        made of those that do loop there too."""
-        return self._characters_leading(state, state)
+        from `state` (its byte row `row_np`) back to it, where some do and others do not
+        (`\\w`, `\\S`): the tokens made of those that do loop there too. None where none
+        does, found without the characters where the state reads no byte one begins with."""
+        if not (row_np[_UTF8_LEADS] >= 0).any():
+            return None
+        looping = self._characters_leading(state, state)
+        return looping if looping.any() else None
 
     def _characters_leading(self, state: int, target: int) -> np.ndarray:
         """Which of the vocabulary's non-ASCII characters lead from `state` to `target`,
@@ -364,14 +368,14 @@ class WalksMixin:
             found = self._char_leads[key] = alive & (at == target)
         return found
 
-    def _utf8_through(self, state: int, loop_state: int, loops_utf8: bool) -> bool:
-        """Whether every non-ASCII character that loops on `loop_state` leads there from
-        `state` (and one does), so a token whose first character is such a one goes from
-        `state` through into the loop."""
+    def _utf8_through(self, state: int, loop_state: int, loop_row: np.ndarray, loops_utf8: bool) -> bool:
+        """Whether every non-ASCII character that loops on `loop_state` (its byte row
+        `loop_row`) leads there from `state` (and one does), so a token whose first character
+        is such a one goes from `state` through into the loop."""
         if loops_utf8:
             return self._utf8_leads_to(state, loop_state)
-        looping = self._looping_characters(loop_state)
-        return bool(looping.any() and self._characters_leading(state, loop_state)[looping].all())
+        looping = self._looping_characters(loop_state, loop_row)
+        return looping is not None and bool(self._characters_leading(state, loop_state)[looping].all())
 
     def _prefix_walk(self, state: int, track: _Track | None = None) -> tuple[np.ndarray, np.ndarray]:
         """`_walk` of every short token from `state`, as a search over the sorted tokens'
