@@ -446,7 +446,9 @@ def parse_tool_calls(
     produced; raises ValueError on a malformed call.
     """
     chosen = envelopes(envelope)
-    stripped = text.strip()
+    # Only the blanks a grammar lets stand around the calls: text that opens with another space
+    # (a vertical tab, a no-break space) is free text to it, however call-like what follows.
+    stripped = text.strip(_BLANKS)
     if chosen == ("python",):
         bare = (m := _PY_NAME.match(stripped)) is not None and stripped.startswith("(", m.end()) \
             and m.group() in names

@@ -339,6 +339,18 @@ def test_a_preamble_needs_a_delimited_envelope():
     assert info.value.keyword == "preamble"
 
 
+@pytest.mark.parametrize("preamble", [True, False])
+@pytest.mark.parametrize("space", ["\x0b", "\x0c", "\u00a0"])
+def test_text_opening_with_another_space_is_free_text_to_grammar_and_parser_alike(preamble, space):
+    """A vertical tab or a no-break space is no blank around a call: the grammar reads what
+    follows as free text, and so must the parser (not a call to run, nor a malformed one)."""
+    chosen = ("hermes", "fenced", "json")
+    g = grammar.tool_calls_or_text(TOOLS, envelope=chosen, max_calls=2, preamble=preamble, listed=False)
+    for text in (space + "[{", space + "[" + _call("add", {"a": 1, "b": 2}) + "]"):
+        assert g.accepts(text)
+        assert parse_tool_calls(text, envelope=chosen, preamble=preamble) is None
+
+
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_walks_under_a_preamble_grammar_never_dead_end_and_parse(data):
