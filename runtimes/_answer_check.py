@@ -17,9 +17,6 @@ import threading
 import weakref
 from typing import Any, Literal
 
-import jsonschema
-from referencing.exceptions import Unresolvable
-
 from grammar import Grammar, GrammarError, Matcher, Vocabulary
 from grammar import compile as compile_grammar
 
@@ -86,6 +83,12 @@ def _valid(g: Grammar, schema: Any, text: str) -> bool:
         document = json.loads(text)
     except (ValueError, RecursionError):
         return False
+    # Imported here: jsonschema's format checkers build a parser of RFC 3987 when imported
+    # (a second, and some 140,000 objects every full garbage collection then walks), which
+    # only an answer to a schema-only server needs.
+    import jsonschema
+    from referencing.exceptions import Unresolvable
+
     with _lock:
         validator = _validators.get(g)
     if validator is None:
