@@ -9,7 +9,8 @@ from .._errors import LimitError
 from .._ir import Rules
 from .nfa import _NFA
 from .reading import ReadingMixin
-from .states import DEAD, FLAT_TAKE, MAX_CLOSURE, MAX_DFA_STATES, MAX_STACK_DEPTH, UNBUILT, Stack, stack_depth
+from .states import (DEAD, FLAT_TAKE, MAX_CLOSURE, MAX_DFA_STATES, MAX_STACK_DEPTH, UNBUILT, Configs, Stack,
+                     configurations, stack_depth)
 
 _FEW_CELLS = 4  # successors of one state a vectorised walk computes one by one, not as a row
 
@@ -29,8 +30,8 @@ class Automaton(ReadingMixin):
         graph = rules.graph()
         self.nfa = nfa = _NFA(rules, graph)
         self._classes(nfa)
-        self.configs: list[frozenset] = []
-        self.index: dict[frozenset, int] = {}
+        self.configs: list[Configs] = []
+        self.index: dict[tuple[Configs, bool], int] = {}
         self.accepting: list[bool] = []
         self.depths: list[int] = []  # deepest return stack among a state's configurations
         self.rows: list[list[int]] = []  # successor by byte class, UNBUILT until computed
@@ -40,13 +41,13 @@ class Automaton(ReadingMixin):
         self.exits = np.zeros(self._capacity, dtype=bool)  # states where the frame they were seen from may end
         self._exit_config = (nfa.exit, ())
         self._frames: dict[int, tuple[int, tuple[Stack, ...], int, int] | None] = {}
-        self._moves: dict[frozenset, int] = {}
+        self._moves: dict[Configs, int] = {}
         self._single_moves: dict[tuple[int, Stack], int] = {}
         self.link_bytes = nfa.link_bytes
         self.links: list[tuple[int, Stack] | None] = []  # a state's one configuration, where at a link
         self._jumps: dict[tuple[int, bytes], int] = {}  # (link state, bytes) -> where `walk` leads
         self._runs: dict[int, tuple[bytes, int, int]] = {}  # see `literal_run`
-        self._spans: dict[int, list[tuple[int, int]]] = {}  # see `byte_spans`
+        self._spans: dict[int, tuple[tuple[int, int], ...]] = {}  # see `byte_spans`
         self._locals: dict[int, tuple[tuple[int, ...], bool, tuple[int, ...]]] = {}
         self._tails: dict[int, bool] = {}  # see `is_tail_return`
         self.start = self._intern(self._closure([(nfa.root_start, ())]))
@@ -62,7 +63,7 @@ class Automaton(ReadingMixin):
         # Each NFA state's byte edges as (first class, end class, target) intervals, made on
         # first use (see `class_edges`): most states sit inside literals, which a walk crosses
         # by their bytes alone.
-        self._class_edges: list[list[tuple[int, int, int]] | None] = [None] * len(nfa.byte_edges)
+        self._class_edges: list[tuple[tuple[int, int, int], ...] | None] = [None] * len(nfa.byte_edges)
         self._overlapping: set[int] = set()  # NFA states some of whose edges read a byte alike
         self.n_classes = len(bounds) - 1
         self._unbuilt = [UNBUILT] * self.n_classes  # the row of a state none of whose successors is known
@@ -72,12 +73,13 @@ class Automaton(ReadingMixin):
         self.single_byte = [lo if hi - lo == 1 else -1 for lo, hi in zip(bounds, bounds[1:])]
         self._forced: dict[int, int] = {}
 
-    def class_edges(self, q: int) -> list[tuple[int, int, int]]:
-        """NFA state `q`'s byte edges as (first class, end class, target) intervals."""
+    def class_edges(self, q: int) -> tuple[tuple[int, int, int], ...]:
+        """NFA state `q`'s byte edges as (first class, end class, target) intervals (a tuple
+        of numbers, out of the cycle collector's view)."""
         found = self._class_edges[q]
         if found is None:
             cl = self.class_list
-            found = self._class_edges[q] = [(cl[lo], cl[hi] + 1, t) for lo, hi, t in self.nfa.byte_edges[q]]
+            found = self._class_edges[q] = tuple([(cl[lo], cl[hi] + 1, t) for lo, hi, t in self.nfa.byte_edges[q]])
             if len(found) > 1 and not _ascending(found):
                 spans = sorted(found)
                 if any(b[0] < a[1] for a, b in zip(spans, spans[1:])):
@@ -86,7 +88,7 @@ class Automaton(ReadingMixin):
                     self._overlapping.add(q)
         return found
 
-    def _overlaps(self, configs: frozenset) -> bool:
+    def _overlaps(self, configs: Configs) -> bool:
         """Whether the one configuration in `configs` has edges that overlap."""
         ((q, _),) = configs
         self.class_edges(q)
@@ -126,7 +128,7 @@ class Automaton(ReadingMixin):
                     if t not in seen:
                         seen.add(t)
                         todo.append(t)
-            found = self._locals[q] = (tuple(states), nfa.root_end in seen, tuple(specials))
+            found = self._locals[q] = (tuple(sorted(states)), nfa.root_end in seen, tuple(specials))
         return found
 
     def is_tail_return(self, q: int) -> bool:
@@ -147,12 +149,12 @@ class Automaton(ReadingMixin):
         nfa = self.nfa
         return not states and not ends_root and bool(specials) and not any(nfa.calls[u] for u in specials)
 
-    def _closure(self, seeds: list[tuple[int, Stack]]) -> tuple[frozenset, bool]:
+    def _closure(self, seeds: list[tuple[int, Stack]]) -> tuple[Configs, bool]:
         if len(seeds) == 1:
             q, stack = seeds[0]
             states, ends_root, specials = self._local_closure(q)
             if not specials:  # the common case, and every case without calls: no search
-                return frozenset([(u, stack) for u in states]), ends_root and not stack
+                return tuple([(u, stack) for u in states]), ends_root and not stack  # (sorted)
         # A search over configurations, each step one state's local closure: its calls push
         # a frame, its rule ends pop one.
         nfa = self.nfa
@@ -187,9 +189,9 @@ class Automaton(ReadingMixin):
                             todo.append((callee, (ret, stack, depth + 1)))
                 if nfa.rule_end[u] and stack:
                     todo.append((stack[0], stack[1]))
-        return frozenset(kernel), accept
+        return configurations(kernel), accept
 
-    def _intern(self, closed: tuple[frozenset, bool]) -> int:
+    def _intern(self, closed: tuple[Configs, bool]) -> int:
         key = closed
         found = self.index.get(key)  # type: ignore[arg-type]
         if found is not None:
@@ -263,14 +265,14 @@ class Automaton(ReadingMixin):
         self._frames[s] = found
         return found
 
-    def _split_at(self, configs: frozenset, frame: Stack, high: int) -> tuple[int, tuple[Stack, ...], int, int]:
+    def _split_at(self, configs: Configs, frame: Stack, high: int) -> tuple[int, tuple[Stack, ...], int, int]:
         """`frame_split` at one frame that holds the deepest configurations."""
         base = frame[2]
         exit_frame = (self.nfa.exit, (), 0)
         if base == high:
             # The frame is the innermost: no configuration lies deeper inside it.
             kept = [cfg for cfg in configs if cfg[1] == frame]
-            inside = frozenset([(q, exit_frame) for q, _ in kept])
+            inside = configurations([(q, exit_frame) for q, _ in kept])
         else:
             bottom: dict[Stack, Stack] = {frame: exit_frame}
 
@@ -282,11 +284,12 @@ class Automaton(ReadingMixin):
                 return stack == frame
 
             kept = [(q, stack) for q, stack in configs if within(stack)]
-            inside = frozenset([(q, _rebased(stack, bottom, base)) for q, stack in kept])
-        outside = configs.difference(kept)
+            inside = configurations([(q, _rebased(stack, bottom, base)) for q, stack in kept])
+        taken = set(kept)
+        outside = tuple([cfg for cfg in configs if cfg not in taken])
         return (self._intern((inside, False)), (frame,), self._intern((outside, False)) if outside else DEAD, base)
 
-    def _split_alike(self, configs: frozenset) -> tuple[int, tuple[Stack, ...], int, int] | None:
+    def _split_alike(self, configs: Configs) -> tuple[int, tuple[Stack, ...], int, int] | None:
         """`frame_split` over several frames: the configurations grouped by the frame they
         stand in, the largest set of frames whose groups read alike inside kept together."""
         groups: dict[Stack, list[int]] = {}
@@ -306,8 +309,8 @@ class Automaton(ReadingMixin):
             return None
         exit_frame = (self.nfa.exit, (), 0)
         chosen = set(frames)
-        outside = frozenset([cfg for cfg in configs if cfg[1] not in chosen])
-        local = self._intern((frozenset([(q, exit_frame) for q in qs]), False))
+        outside = tuple([cfg for cfg in configs if cfg[1] not in chosen])
+        local = self._intern((configurations([(q, exit_frame) for q in qs]), False))
         frames.sort(key=lambda frame: (frame[0], frame[2]))
         return (local, tuple(frames), self._intern((outside, False)) if outside else DEAD,
                 max(frame[2] for frame in frames))
@@ -322,10 +325,10 @@ class Automaton(ReadingMixin):
         """The state of NFA states `states` seen inside a call frame whoever made it, numbered
         as `frame_split` numbers its `local` states."""
         exit_frame = (self.nfa.exit, (), 0)
-        return self._intern((frozenset([(q, exit_frame) for q in states]), False))
+        return self._intern((configurations([(q, exit_frame) for q in states]), False))
 
     def _successor(self, moved: list[tuple[int, Stack]]) -> int:
-        key = frozenset(moved)
+        key = configurations(moved)
         nxt = self._moves.get(key)
         if nxt is None:
             nxt = self._moves[key] = self._intern(self._closure(moved))
@@ -422,7 +425,7 @@ class Automaton(ReadingMixin):
         return nxt
 
 
-def _ascending(edges: list[tuple[int, int, int]]) -> bool:
+def _ascending(edges: tuple[tuple[int, int, int], ...]) -> bool:
     """Whether each edge starts where the one before it ends, or later (as a class's edges
     are made: then none overlap)."""
     end = 0

@@ -64,20 +64,22 @@ class ReadingMixin:
                 return DEAD
         return s
 
-    def byte_spans(self, s: int) -> list[tuple[int, int]]:
+    def byte_spans(self, s: int) -> tuple[tuple[int, int], ...]:
         """The bytes some configuration of state `s` has an edge on, as sorted, disjoint
         half-open ranges (a successor may still be dead, where the depth bound cuts a call)."""
         found = self._spans.get(s)
         if found is None:
             bounds = self.class_bounds
-            found = []
+            spans: list[tuple[int, int]] = []
             for lo, hi in sorted({(lo, hi) for q, _ in self.configs[s] for lo, hi, _t in self.class_edges(q)}):
                 b0, b1 = bounds[lo], bounds[hi]
-                if found and b0 <= found[-1][1]:
-                    found[-1] = (found[-1][0], max(found[-1][1], b1))
+                if spans and b0 <= spans[-1][1]:
+                    spans[-1] = (spans[-1][0], max(spans[-1][1], b1))
                 else:
-                    found.append((b0, b1))
-            self._spans[s] = found
+                    spans.append((b0, b1))
+            # A tuple of numbers, which the cycle collector stops walking (a list per state
+            # would stay in its view as long as the grammar lives).
+            found = self._spans[s] = tuple(spans)
         return found
 
     def literal_run(self, q: int) -> tuple[bytes, int, int]:
@@ -107,7 +109,7 @@ class ReadingMixin:
         nxt = self._single_moves.get(key)
         if nxt is None:
             # A link's closure is itself: one byte edge and nothing else.
-            closed = (frozenset((key,)), False) if self.link_bytes[q] >= 0 else self._closure([key])
+            closed = ((key,), False) if self.link_bytes[q] >= 0 else self._closure([key])
             nxt = self._single_moves[key] = self._intern(closed)
         return nxt
 

@@ -1,6 +1,6 @@
 """The numbers and bounds every part of the automaton shares: the dead and not-yet-found
-successors, the size and depth bounds, a configuration's return stack, and when a table
-lookup goes flat."""
+successors, the size and depth bounds, a configuration's return stack, a state's
+configurations, and when a table lookup goes flat."""
 
 from __future__ import annotations
 
@@ -21,3 +21,14 @@ Stack = tuple  # (return state, parent stack, depth) or () for the empty stack
 def stack_depth(stack: Stack) -> int:
     """How many return states `stack` holds."""
     return stack[2] if stack else 0
+
+
+Configs = tuple  # a state's configurations: sorted (NFA state, stack) pairs, each once
+
+
+def configurations(pairs) -> Configs:
+    """`pairs` as a state's configurations. A sorted tuple, not a frozenset: a tuple of numbers
+    and stacks (tuples of numbers) drops out of the cycle collector's view, where a set per
+    state would stay in it as long as the grammar lives, and each full collection would walk
+    them all."""
+    return tuple(sorted(set(pairs)))

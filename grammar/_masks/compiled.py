@@ -262,7 +262,7 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
         for config in configs:
             for below in self._walked_with.get(config, ()):
                 count = self._masks[below].count
-                if count > most and self.automaton.configs[below] < configs:
+                if count > most and set(self.automaton.configs[below]) < set(configs):
                     best, most = below, count
         return best
 

@@ -78,13 +78,13 @@ class CountedMixin:
         starts = a.call_starts(body)
         if starts is None:
             return None
-        inner = frozenset([(q, frame) for q in starts])
-        if not inner <= configs:
+        inner = {(q, frame) for q in starts}
+        if not inner.issubset(configs):
             return None
         done = upto - 1
         follow = a.state_at(end, frame[1])
-        rest = configs - inner
-        if rest != (a.configs[follow] if done >= least and follow >= 0 else frozenset()):
+        rest = set(configs) - inner
+        if rest != set(a.configs[follow] if done >= least and follow >= 0 else ()):
             return None
         return a.inside_frame(starts), follow, done, least, most
 
@@ -101,7 +101,7 @@ class CountedMixin:
         `TokenTables.character_profile` takes it; None where the item is not a prefix code of
         few states (a copy could end and go on, so counts would not follow from the bytes)."""
         a = self.automaton
-        done_configs = frozenset([(a.nfa.exit, ())])
+        done_configs = ((a.nfa.exit, ()),)
         number = {local: 0}
         states = [local]
         rows: list[np.ndarray] = []
