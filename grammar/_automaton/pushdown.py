@@ -205,7 +205,13 @@ class Automaton(ReadingMixin):
         self.configs.append(kernel)
         # The deepest stack counts; without recursion only calls of shared rules push, which
         # the depth bound does not apply to.
-        self.depths.append(max([st[2] for _, st in kernel if st], default=0) if self.nfa.recursive else 0)
+        if not self.nfa.recursive:
+            self.depths.append(0)
+        elif len(kernel) == 1:  # most states: one configuration
+            stack = kernel[0][1]
+            self.depths.append(stack[2] if stack else 0)
+        else:
+            self.depths.append(max([st[2] for _, st in kernel if st], default=0))
         self.accepting.append(accept)
         self.rows.append(self._unbuilt)  # shared until a successor is written (most never are)
         self._whole.append(False)

@@ -26,9 +26,11 @@ def stack_depth(stack: Stack) -> int:
 Configs = tuple  # a state's configurations: sorted (NFA state, stack) pairs, each once
 
 
-def configurations(pairs) -> Configs:
+def configurations(pairs: list[tuple[int, Stack]]) -> Configs:
     """`pairs` as a state's configurations. A sorted tuple, not a frozenset: a tuple of numbers
     and stacks (tuples of numbers) drops out of the cycle collector's view, where a set per
     state would stay in it as long as the grammar lives, and each full collection would walk
     them all."""
+    if len(pairs) == 1:  # most
+        return tuple(pairs)
     return tuple(sorted(set(pairs)))
