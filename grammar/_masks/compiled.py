@@ -259,10 +259,12 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
         if len(configs) < 2:
             return None
         best, most = None, self.tables.size // 2
+        mine = set(configs)
         for config in configs:
             for below in self._walked_with.get(config, ()):
                 count = self._masks[below].count
-                if count > most and set(self.automaton.configs[below]) < set(configs):
+                if count > most and mine.issuperset(self.automaton.configs[below]) \
+                        and len(self.automaton.configs[below]) < len(configs):
                     best, most = below, count
         return best
 
