@@ -6,6 +6,7 @@ its definition, and the masks built on it against stepping every token."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -74,6 +75,10 @@ SCHEMAS = [
     {"type": "array", "items": {"type": "string", "pattern": r"^\w[\w ]*$"}},
     {"type": "array", "items": {"type": "string", "pattern": r"^\w+(?:€\w+)*$"}},  # (€ leads on, not back)
     {"type": "array", "items": {"type": "string", "pattern": r"^[a-z_]\w*$"}},  # (é loops, but not first)
+    # Unanchored, under a length: each character a count, whole non-ASCII ones too, once a
+    # letter has matched (before, they lead elsewhere than the pattern's class).
+    {"type": "array", "items": {"type": "string", "pattern": "[a-z]", "maxLength": 60}},
+    {"type": "array", "items": {"type": "string", "pattern": "b", "minLength": 2, "maxLength": 12}},
 ]
 
 
@@ -140,3 +145,39 @@ def test_a_word_pattern_s_loop_keeps_its_letters_out_of_the_walk(smollm2_vocabul
                and t.decode("utf-8").isalpha() and not t.isascii()]
     assert letters and set(letters) <= allowed
     assert not any(i in allowed for i, t in enumerate(vocab.tokens) if t and "€" in t.decode("utf-8", "ignore"))
+
+
+@pytest.mark.parametrize("schema, texts", [
+    ({"type": "array", "items": {"type": "string", "pattern": "[a-z]", "maxLength": 60}}, ('["', "é", "a", "中", "€x")),
+    ({"type": "array", "items": {"type": "string", "pattern": "[a-z]", "maxLength": 300}}, ('["', "é", "a", "中", "€x")),
+    ({"type": "array", "items": {"type": "string", "pattern": "^[a-zé]*$", "maxLength": 300}}, ('["', "é", "a", "éa")),
+    ({"type": "array", "items": {"type": "string", "pattern": "^[^€]*$", "maxLength": 300}}, ('["', "é", "a", "éa")),
+    ({"type": "array", "items": {"type": "string", "pattern": "^[^€]*$", "maxLength": 40}}, ('["', "é", "a", "éa")),
+])
+def test_a_bounded_pattern_reads_whole_characters_from_its_profile(monkeypatch, schema, texts):
+    """Where every character of a string under a length is one count (an unanchored pattern
+    once it has matched, say), whole non-ASCII ones too, their tokens are answered by the
+    profile of the class joined by UTF-8's characters rather than walked; where some lead
+    elsewhere (`é` but not `ü`), they are not. Either way the masks are what stepping every
+    token decides, tokens that begin or end inside a character and malformed ones among them."""
+    from grammar._masks import chains
+
+    joined = []
+    with_characters = chains.ChainsMixin._with_characters
+
+    def spy(self, state, links, into_loops):
+        found = with_characters(self, state, links, into_loops)
+        joined.append(found is not None)
+        return found
+
+    monkeypatch.setattr(chains.ChainsMixin, "_with_characters", spy)
+    pieces = [t.encode() for t in ("é", "éa", "ü", "üa", "€€", "é€", "a€", "中ж", "😀b", "ab", "b", "abc", " ", '"]', '","')]
+    malformed = [b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xc0\xaf", b"a\xf5\x80"]
+    parts = [b"\xc3", b"\xa9", b"\xe4\xb8", b"\xad", b"\xf0\x9f\x98", b"a\xe2\x82"]
+    vocab = _vocab(pieces + malformed + parts)
+    m = grammar.Matcher(grammar.CompiledGrammar(grammar.from_json_schema(schema), vocab))
+    for text in texts:
+        assert m.accept_bytes(text.encode())
+        assert set(m.next_token_mask().allowed_ids().tolist()) == tokens_that_step(m, vocab.size), text
+    assert joined, "no chain was asked"
+    assert any(joined) == (schema["items"]["pattern"] == "[a-z]"), joined  # (€ leads nowhere, ü neither)
