@@ -84,7 +84,7 @@ def _valid(g: Grammar, schema: Any, text: str) -> bool:
     except (ValueError, RecursionError):
         return False
     # Imported here: jsonschema's format checkers build a parser of RFC 3987 when imported
-    # (a second, and some 140,000 objects every full garbage collection then walks), which
+    # (a second, and some 120,000 objects every full garbage collection then walks), which
     # only an answer to a schema-only server needs.
     import jsonschema
     from referencing.exceptions import Unresolvable

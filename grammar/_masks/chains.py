@@ -142,28 +142,28 @@ class ChainsMixin:
             # first state: the states within a token's reach differ from it only in the count,
             # so what one character does from the first, it does from each.
             nxt = int(self.automaton.byte_row(state)[links][0])
-            if not self._utf8_leads_to(state, nxt):
+        else:
+            i = chain.index[state]
+            if i + 1 >= len(chain.states):
                 return None
-            profile = self.tables.character_profile(_with_utf8(links))
-            along = self._chain_along(state, links, profile.reach, into_loops)
-            return (profile, along) if along is not None and along[1] is None else None
-        i = chain.index[state]
-        if i + 1 >= len(chain.states) or not self._utf8_leads_to(state, chain.states[i + 1]):
+            nxt = chain.states[i + 1]
+        if not self._utf8_leads_to(state, nxt):
             return None
         profile = self.tables.character_profile(_with_utf8(links))
         along = self._chain_along(state, links, profile.reach, into_loops)
         if along is None or along[1] is not None:
             return None
-        last = len(chain.states) - 1
-        for k in range(i, i + along[0]):  # each state a token of `steps` characters reads one in
-            if k + 1 <= last:
-                src, dst = chain.states[k], chain.states[k + 1]
-            elif chain.stop == _LOOPS:
-                src = dst = chain.states[last]
-            else:
-                return None
-            if not self._utf8_leads_to(src, dst):
-                return None
+        if chain is not None:
+            last = len(chain.states) - 1
+            for k in range(i + 1, i + along[0]):  # each state a token of `steps` characters reads one in
+                if k + 1 <= last:
+                    src, dst = chain.states[k], chain.states[k + 1]
+                elif chain.stop == _LOOPS:
+                    src = dst = chain.states[last]
+                else:
+                    return None
+                if not self._utf8_leads_to(src, dst):
+                    return None
         return profile, along
 
     def _chain_along(self, state: int, links: np.ndarray, reach: int, into_loops: bool

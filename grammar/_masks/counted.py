@@ -79,11 +79,12 @@ class CountedMixin:
         if starts is None:
             return None
         inner = {(q, frame) for q in starts}
-        if not inner.issubset(configs):
+        held = set(configs)
+        if not inner <= held:
             return None
         done = upto - 1
         follow = a.state_at(end, frame[1])
-        rest = set(configs) - inner
+        rest = held - inner
         if rest != set(a.configs[follow] if done >= least and follow >= 0 else ()):
             return None
         return a.inside_frame(starts), follow, done, least, most
