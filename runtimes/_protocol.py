@@ -183,8 +183,8 @@ class TextStream(AsyncIterator[str]):
 
 
 class Runtime(ABC):
-    """Where tokens come from. Subclasses implement `generate`, `stream` and, if they hold
-    resources, `aclose`.
+    """Where tokens come from. Subclasses implement `_generate` and `_stream` (called with
+    arguments `generate` and `stream` have checked) and, if they hold resources, `aclose`.
 
     `tools` are OpenAI function-tool dicts ({"type": "function", "function": {...}}); the runtime
     shows them to the model. `tool_call_envelope` says how the model is expected to write a call:
