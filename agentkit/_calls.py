@@ -7,7 +7,7 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from ._context import RunContext
-from ._errors import ModelRetry, RunError, ToolArgumentsError, ToolRetriesExceeded, UnreadableResult, safe_str
+from ._errors import ModelRetry, RunError, ToolArgumentsError, ToolRetriesExceeded, UnreadableResult, log_text
 from ._events import RunUsage, ToolCallRecord
 from ._messages import ToolCall, render_error, render_result
 from ._repeats import ValidCall, reuse_note
@@ -42,18 +42,18 @@ async def run_calls(
                 state.trace.tool_outcome(span, "aborted", exc)
                 raise  # a tool that ends the run (an MCP server lost mid-call) carries its messages
             except ModelRetry as exc:  # the tool asks the model to try again
-                logger.info("tool %r asked for a retry: %s", call.name, safe_str(exc))
+                logger.info("tool %r asked for a retry: %s", call.name, log_text(exc))
                 state.trace.tool_outcome(span, "retry")
                 return ToolCallRecord(call, valid.arguments, error=exc)
             except Exception as exc:  # a failing tool is reported to the model, not raised
                 logger.warning("tool %r failed (%s: %s); the error goes back to the model",
-                               call.name, type(exc).__name__, safe_str(exc))
+                               call.name, type(exc).__name__, log_text(exc))
                 state.trace.tool_outcome(span, "error", exc)
                 return ToolCallRecord(call, valid.arguments, error=exc)
             try:
                 render_result(result)  # a value the model cannot read is the call's failure
             except UnreadableResult as exc:
-                logger.warning("tool %r: %s; the error goes back to the model", call.name, exc)
+                logger.warning("tool %r: %s; the error goes back to the model", call.name, log_text(exc))
                 state.trace.tool_outcome(span, "error", exc)
                 return ToolCallRecord(call, valid.arguments, error=exc)
             state.trace.tool_outcome(span, "ok")
@@ -102,4 +102,4 @@ def count_failures(state: RunState, records: Sequence[ToolCallRecord], max_retri
         count = state.retry(name, kind, render_error(record.error), record.call.id)
         if count > max_retries:
             raise ToolRetriesExceeded(name, record.error, **state.context())
-        logger.info("correction %d of %d asked for: %s", count, max_retries, record.error)
+        logger.info("correction %d of %d asked for: %s", count, max_retries, log_text(record.error))

@@ -5,6 +5,8 @@ The tree (a name in parentheses is a builtin base it also has, so code catching 
     AgentkitError
     ├── ToolDefinitionError (TypeError)      a tool or output type that cannot be built
     ├── InvalidArgument (TypeError, ValueError)  an argument no run could start from
+    │   ├── ApprovalMismatch                 a stored call that is not the one approved
+    │   └── CallAlreadyResumed               a waiting call this agent resumed already
     ├── ToolAborted                          a tool raised a BaseException; goes to the model
     ├── UnreadableResult                     a tool's result that cannot become text; goes to the model
     ├── ToolTimeout (TimeoutError)           a tool call past its timeout; goes to the model
@@ -22,6 +24,7 @@ The tree (a name in parentheses is a builtin base it also has, so code catching 
         │   └── RunTimeout                   timeout
         ├── ToolRetriesExceeded              a tool's arguments failed too often
         ├── ModelRequestFailed               the runtime failed (`__cause__`)
+        ├── CallbackFailed                   a function the agent was given raised (`__cause__`)
         ├── UnexpectedModelOutput            text the grammar should have made impossible
         └── UnreadableOutput                 turns too deep or long to parse, too often
 
@@ -110,6 +113,19 @@ def safe_str(value: Any) -> str:
             return f"<{type(value).__name__} that cannot be shown>"
 
 
+LOGGED_CHARS = 1_000
+"""The most characters of a message (a tool's error, a validator's refusal) one log line holds."""
+
+
+def log_text(value: Any, limit: int = LOGGED_CHARS) -> str:
+    """`safe_str(value)` for a log line: cut to `limit` characters, with its full length noted,
+    so a tool that raises a 10 MB message does not write a 10 MB line."""
+    text = safe_str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters in all)"
+
+
 class InvalidArgument(AgentkitError, TypeError, ValueError):
     """An argument no run could start from (`Agent(...)`, `Agent.run`, `extract`): `argument`
     names it (``"max_tokens"``, ``"prompt[1].role"``) and `reason` says what is wrong.
@@ -121,6 +137,28 @@ class InvalidArgument(AgentkitError, TypeError, ValueError):
         self.argument = argument
         self.reason = reason
         super().__init__(f"{argument}: {reason}")
+
+
+class ApprovalMismatch(InvalidArgument):
+    """A resume whose stored call is not the call approved: its tool or arguments differ from
+    what the `Approval` holds (the stored history was changed after the person saw it, or the
+    approval is another call's). Nothing runs. `call_id` names the call."""
+
+    def __init__(self, call_id: str, reason: str):
+        self.call_id = call_id
+        super().__init__(f"approvals[{call_id!r}]", reason)
+
+
+class CallAlreadyResumed(InvalidArgument):
+    """A waiting call that this agent has already resumed (the same stored history resumed
+    twice: a double-clicked approve, a retried request). Nothing runs. `call_id` names it."""
+
+    def __init__(self, call_id: str):
+        self.call_id = call_id
+        super().__init__(
+            f"approvals[{call_id!r}]",
+            "this call was already resumed once; resume from the messages that run returned",
+        )
 
 
 class ToolAborted(AgentkitError):
@@ -304,6 +342,18 @@ class ToolRetriesExceeded(RunError):
 class ModelRequestFailed(RunError):
     """The runtime failed (server error, connection lost, model or grammar-engine error);
     `__cause__` is the original error."""
+
+
+class CallbackFailed(RunError):
+    """A function the agent was given, other than a tool, raised: its `output_validator` (other
+    than `ModelRetry`), its `requires_approval` predicate, or a validator of its output type
+    (other than a validation failure). `callback` names which; `__cause__` is what it raised.
+    A `SystemExit` or another `BaseException` that is not an `Exception` is caught too (as for
+    tools, `ToolAborted`); `KeyboardInterrupt` and cancellation pass through."""
+
+    def __init__(self, callback: str, raised: BaseException, **kwargs: Any):
+        self.callback = callback
+        super().__init__(f"{callback} raised {type(raised).__name__}: {log_text(raised)}", **kwargs)
 
 
 class UnexpectedModelOutput(RunError):

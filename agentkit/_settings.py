@@ -98,7 +98,9 @@ def run_tools(
         return tools
     if isinstance(allowed, (str, bytes)) or not isinstance(allowed, Collection):
         raise InvalidArgument("allowed_tools", f"must be a collection of tool names, not {type(allowed).__name__}")
-    for name in allowed:
+    for i, name in enumerate(allowed):
+        if not isinstance(name, str):
+            raise InvalidArgument("allowed_tools", f"must hold tool names (strings); item {i} is a {type(name).__name__}")
         if name not in tools:
             raise InvalidArgument("allowed_tools", f"{name!r} names none of the run's tools ({', '.join(tools) or 'none'})")
     return {name: t for name, t in tools.items() if name in allowed}

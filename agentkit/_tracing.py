@@ -8,24 +8,32 @@ does nothing; with it and no SDK configured, its no-op tracer does nothing eithe
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from typing import Any
 
 from runtimes import Generation, Runtime
 
-from ._errors import safe_str
+from ._errors import log_text, safe_str
 
+logger = logging.getLogger("agentkit")
 _UNSET: Any = object()
 _trace: Any = _UNSET
 
 
 def _otel() -> Any:
-    """`opentelemetry.trace`, imported on first use; None where it is not installed."""
+    """`opentelemetry.trace`, imported on first use; None where it is not installed, or where
+    its import fails in any way (a broken install, a plugin that raises): no tracing rather
+    than no agent, said once in the log."""
     global _trace
     if _trace is _UNSET:
         try:
             from opentelemetry import trace
-        except ImportError:  # not installed (or a broken install): no tracing rather than no agent
+        except ImportError:  # not installed
+            trace = None
+        except Exception as exc:  # installed, but its import raised: runs go on untraced
+            logger.warning("opentelemetry could not be imported (%s: %s); runs are not traced",
+                           type(exc).__name__, log_text(exc))
             trace = None
         _trace = trace
     return _trace
