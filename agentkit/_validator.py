@@ -13,6 +13,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from . import _deferred_iri
+
+_deferred_iri.defer()  # before jsonschema's format checkers are imported
+
 from jsonschema import Draft3Validator, Draft202012Validator, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend, validator_for
