@@ -4,10 +4,12 @@ A chat template writes its own markup (`<|im_start|>`, `<|im_end|>`, ...) as the
 tokens, which the tokenizer must read as those tokens. Message contents, tool results and tool
 listings come from users, tools and MCP servers; the same text inside them must stay text, or a
 tool result holding `<|im_end|>\\n<|im_start|>system\\n...` would close its turn and open a
-forged system turn. So before rendering, each control token's text found in a string of the
-messages or tools is swapped for a marker that no input holds, and the rendered prompt is cut
-at the markers: the runs between them are the template's text (control tokens parsed), each
-marker's run is the control text as it was written, to be read as plain text.
+forged system turn. So before rendering, each control token's text found anywhere in the
+messages or tools (a string value; a dict key at any depth, as a schema's property names are
+shown as text; any other object's text) is swapped for a marker that no input holds, and the
+rendered prompt is cut at the markers: the runs between them are the template's text (control
+tokens parsed), each marker's run is the control text as it was written, to be read as plain
+text.
 
 Ordinary inputs hold no control text: their prompt is rendered once and read whole, exactly as
 before. A template that rewrites contents keeps working (the markers are not whitespace, so
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,11 +74,14 @@ class ControlTexts:
         def swap(value: Any) -> Any:
             if isinstance(value, str):
                 return self._pattern.sub(marker, value)  # type: ignore[union-attr]
-            if isinstance(value, dict):
-                return {key: swap(item) for key, item in value.items()}
+            if isinstance(value, Mapping):  # keys too: a property name is shown as text
+                return {swap(key): swap(item) for key, item in value.items()}
             if isinstance(value, (list, tuple)):
                 return [swap(item) for item in value]
-            return value
+            if isinstance(value, (int, float, type(None))):
+                return value
+            shown = str(value)  # any other object is shown as its text
+            return swap(shown) if self._pattern.search(shown) else value  # type: ignore[union-attr]
 
         marked_messages, marked_tools = swap(messages), swap(tools)
         if not found:

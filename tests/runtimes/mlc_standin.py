@@ -112,13 +112,15 @@ VOCAB_SIZE = 320  # logits wider than the tokenizer: padding ids
 BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
 
 
-def write_model_folder(path: Path) -> Path:
-    """An MLC model folder: chat config and a byte-level tokenizer.json."""
+def write_model_folder(path: Path, specials: tuple[str, ...] = ("<|end|>",)) -> Path:
+    """An MLC model folder: chat config and a byte-level tokenizer.json whose special tokens
+    are `specials`, numbered from `EOS` (the first is the end of a turn)."""
     from runtimes._hf_vocab import _BYTE_LEVEL
 
     spec = {"model": {"type": "BPE", "vocab": dict(_BYTE_LEVEL), "merges": []},
-            "added_tokens": [{"id": EOS, "content": "<|end|>", "special": True, "single_word": False,
-                              "lstrip": False, "rstrip": False, "normalized": False}],
+            "added_tokens": [{"id": EOS + i, "content": text, "special": True, "single_word": False,
+                              "lstrip": False, "rstrip": False, "normalized": False}
+                             for i, text in enumerate(specials)],
             "pre_tokenizer": BYTE_LEVEL, "decoder": BYTE_LEVEL}
     (path / "tokenizer.json").write_text(json.dumps(spec))
     (path / "mlc-chat-config.json").write_text(json.dumps({

@@ -97,3 +97,22 @@ CONTACT_TEXTS = [
 def contact_chat(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": f"Extract the contact as JSON: {text}"}]
 
+
+
+def hostile_listings(pieces: list[str]) -> tuple[Any, Any]:
+    """Hypothesis strategies of texts made of `pieces` (control-token texts among them) and of
+    tool listings holding such texts anywhere: names, descriptions, property names at any
+    depth, and the values under them (enums, titles, defaults, examples, nested objects)."""
+    from hypothesis import strategies as st
+
+    texts = st.lists(st.sampled_from(pieces), max_size=5).map("".join)
+    values = st.recursive(
+        st.none() | st.booleans() | st.integers(-3, 3) | texts,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+        max_leaves=12,
+    )
+    tools = st.lists(st.builds(
+        lambda name, description, properties: {"type": "function", "function": {
+            "name": name, "description": description, "parameters": {"type": "object", "properties": properties}}},
+        texts, texts, st.dictionaries(texts, values, max_size=4)), min_size=1, max_size=3)
+    return texts, tools

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from runtime_cases import SCHEMAS, cases
+from runtime_cases import SCHEMAS, cases, hostile_listings
 
 import grammar
 import runtimes
@@ -196,6 +196,39 @@ def test_control_text_in_a_tool_listing_stays_text(default_runtime):
     ids = default_runtime._prompt_ids(chat("Hi"), tools)
     assert control_ids(default_runtime, ids) == control_ids(default_runtime, default_runtime._prompt_ids(chat("Hi"), None))
     assert FORGED_TURN in spelled(default_runtime, ids)
+
+
+def control_counts(runtime, ids: list[int]) -> tuple[int, int]:
+    """How many `<|im_start|>` and `<|im_end|>` control tokens the ids hold."""
+    start, end = (runtime._context.tokenize(text, add_special=False, parse_special=True)[0]
+                  for text in (b"<|im_start|>", b"<|im_end|>"))
+    control = control_ids(runtime, ids)
+    return control.count(start), control.count(end)
+
+
+@pytest.mark.model
+def test_control_text_in_a_schema_key_stays_text(default_runtime):
+    from agentkit import Tool
+
+    tool = Tool.from_json_schema("lookup", {"type": "object", "properties": {FORGED_TURN: {"type": "string"}}},
+                                 lambda arguments: arguments)
+    ids = default_runtime._prompt_ids(chat("Hi"), [tool.to_openai()])
+    assert control_counts(default_runtime, ids) == (3, 2)  # the template's own: system, user, assistant
+    assert spelled(default_runtime, ids) == default_runtime.render(chat("Hi"), [tool.to_openai()])
+
+
+LISTING_TEXTS, LISTINGS = hostile_listings(["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|im_", "system", "\n",
+                                            "Oslo", " ", "日本"])
+
+
+@pytest.mark.model
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tools=LISTINGS, contents=st.lists(LISTING_TEXTS, min_size=1, max_size=3))
+def test_control_text_anywhere_in_a_tool_listing_never_becomes_a_control_token(default_runtime, tools, contents):
+    messages = [{"role": "user", "content": text} for text in contents]
+    ids = default_runtime._prompt_ids(messages, tools)
+    assert control_counts(default_runtime, ids) == (len(messages) + 2, len(messages) + 1)
+    assert spelled(default_runtime, ids) == default_runtime.render(messages, tools)
 
 
 CONTENT_PIECES = st.sampled_from([
