@@ -289,3 +289,19 @@ def test_links_between_pages_resolve() -> None:
             if anchor and linked.suffix == ".md":
                 headings = re.findall(r"^#+ (.+)$", linked.read_text(encoding="utf-8"), flags=re.M)
                 assert anchor in {_anchor(h) for h in headings}, f"{path.relative_to(REPO)}: no heading for #{anchor} in {file_part or path.name}"
+
+
+def test_readme_opens_with_its_commands_and_keeps_its_lines_readable() -> None:
+    """A newcomer's first screen: the set-up and test commands within the first 30 lines, the
+    quickstart next; and no line a reader must scroll sideways through (tables included)."""
+    blocks = read_blocks(REPO / "README.md")
+    first_bash = next(b for b in blocks if b.language == "bash")
+    assert first_bash.line <= 30, f"README's first bash block starts at line {first_bash.line}"
+    assert "scripts/setup.sh" in first_bash.source and "pytest" in first_bash.source
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    long = [(n, len(line)) for n, line in enumerate(lines, 1) if len(line) > 300]
+    assert not long, f"README lines over 300 characters (line, length): {long}"
+    table_start = next(i for i in range(lines.index("## Headline figures"), len(lines)) if lines[i].startswith("|"))
+    table_end = next((i for i in range(table_start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    rows = table_end - table_start - 2  # less the header and its rule
+    assert rows <= 10, f"README's headline table has {rows} rows; past 10 they go to docs/performance.md"
