@@ -24,7 +24,7 @@ import grammar as grammar_
 from grammar import CompiledGrammar, Grammar, Matcher, TokenMask, Vocabulary
 
 from ._drafting import Drafter, drafter_for
-from ._errors import RuntimeFailure
+from ._errors import InvalidRequest, RuntimeFailure
 from ._asap import Trees, Walk
 from ._healing import back_up, heals
 from ._protocol import Generation, Messages, Request, Runtime, TextStream
@@ -229,6 +229,8 @@ class LocalRuntime(Runtime):
         """The request made ready to decode (off the event loop): grammar compiled, prompt tokenized."""
         compiled = self.compiled(request.grammar) if request.grammar is not None else None
         prompt = self._prompt_ids(request.messages, request.tools)
+        if not prompt:  # the model needs a token read before it can give the first answer token's logits
+            raise InvalidRequest("messages", f"{self.name}: the prompt is empty (no tokens to read); give it some text")
         healing = b""
         if heals(request.messages, request.heal):
             prompt, healing = back_up(prompt, self.vocabulary)

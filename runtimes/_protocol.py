@@ -11,7 +11,7 @@ from typing import Any, Literal, get_args
 from grammar import Grammar
 
 from ._errors import InvalidRequest
-from .checks import check_count, check_heal, check_messages, check_number, check_seed
+from .checks import GREEDY_BELOW, check_count, check_heal, check_messages, check_number, check_seed
 
 FinishReason = Literal["stop", "length", "grammar_complete", "cancelled"]
 Sampling = Literal["masked", "asap"]
@@ -124,6 +124,8 @@ class Request:
         check_messages(self.messages)
         check_count("max_tokens", self.max_tokens)
         check_number("temperature", self.temperature)
+        if self.temperature < GREEDY_BELOW:  # every runtime, a server too, reads it as greedy
+            object.__setattr__(self, "temperature", 0.0)
         check_number("top_p", self.top_p, high=1.0, low_open=True)
         check_seed("seed", self.seed)
         if self.grammar is not None and not isinstance(self.grammar, Grammar):
@@ -139,7 +141,7 @@ class Request:
             raise InvalidRequest("sampling", f"must be one of {get_args(Sampling)}, not {self.sampling!r}")
         if self.sampling == "asap" and (self.grammar is None or self.temperature == 0.0 or self.top_p < 1.0):
             raise InvalidRequest("sampling", "'asap' reweights sampling under a grammar: it needs a grammar, "
-                                 "temperature > 0 and top_p 1")
+                                 f"a temperature of at least {GREEDY_BELOW:g} (below it is greedy) and top_p 1")
 
 
 class TextStream(AsyncIterator[str]):

@@ -10,6 +10,8 @@ import numpy as np
 
 from grammar import TokenMask
 
+from .checks import GREEDY_BELOW
+
 # Above this many allowed ids, masking the row in place and sampling over it is cheaper than a
 # gather into a fresh array.
 SPARSE_SAMPLING_LIMIT = 4096
@@ -18,7 +20,7 @@ NUCLEUS_START = 64
 
 
 class Sampler:
-    """Greedy (temperature 0) or seeded temperature / nucleus (top_p) sampling."""
+    """Greedy (temperature 0, or below `GREEDY_BELOW`) or seeded temperature / nucleus (top_p) sampling."""
 
     def __init__(self, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None):
         self.temperature = temperature
@@ -27,7 +29,7 @@ class Sampler:
 
     @property
     def greedy(self) -> bool:
-        return self.temperature == 0.0
+        return self.temperature < GREEDY_BELOW
 
     def select(self, logits: np.ndarray, mask: TokenMask | None = None) -> int:
         """The next token id. `logits` is a scratch row: it may be overwritten.

@@ -136,10 +136,12 @@ class Scheduler:
 
     def _place(self, sequence: Sequence) -> bool:
         """Start `sequence` in a free slot if one is free and the cache has room; else False."""
+        prompt = sequence.prompt
+        if not prompt:  # a slot with nothing to read would be stepped forever without a read
+            raise RuntimeFailure(f"{self._model.name}: a request with an empty prompt cannot be started")
         free = [slot for slot in self._slots if slot.sequence is None]
         if not free:
             return False
-        prompt = sequence.prompt
         reusable = {s.index: _common_prefix(s.cached, prompt) for s in self._slots}
         slot = max(free, key=lambda s: (reusable[s.index], -s.used))
         source = max(self._slots, key=lambda s: reusable[s.index])

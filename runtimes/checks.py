@@ -14,6 +14,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_SEED = 2**64 - 1
 """The largest seed: samplers and servers take unsigned 64-bit seeds."""
 
+GREEDY_BELOW = 1e-5
+"""Temperatures under this are greedy, as 0 is: logits divided by a tinier one overflow to
+infinities (1e-308 drew garbage), and over the logits' float32 range the draw is the argmax
+all but surely anyway. vLLM reads its temperatures the same way."""
+
 
 def check_text(argument: str, text: str) -> None:
     """A string a model may read: one holding a lone surrogate (text decoded with

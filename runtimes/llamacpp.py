@@ -14,6 +14,7 @@ import ctypes
 import logging
 import os
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,24 @@ class LlamaCpp(LocalRuntime):
         self._n_vocab = self._context.n_vocab
         self._n_threads = n_threads
         self._draft_models: dict[str, DraftModel] = {}  # by resolved path: see `_drafter_for`
+        # What the models hold is freed by `aclose`, or when this runtime is collected without it.
+        self._free = weakref.finalize(self, _free, self._context, self._draft_models)
+        self._free.atexit = False  # at exit the process's memory goes anyway, decoding or not
+        try:
+            self._read_model(chat_template, draft)
+        except BaseException:
+            self._free()  # a runtime that was never made frees what it loaded
+            raise
+        logger.info(
+            "llama.cpp loaded %s in %.2f s: %d-id vocabulary, %d-position context per call, up to %d calls "
+            "at once in %d KV cells, %d threads; compiled for %s",
+            self.model_path, time.perf_counter() - started, self._n_vocab, self.context_length, self.max_batch,
+            self._context.cells, n_threads,
+            llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
+        )
+
+    def _read_model(self, chat_template: str | None, draft: object) -> None:
+        """The loaded model's vocabulary, chat template and control texts, and the drafter."""
         self.vocabulary = Vocabulary.from_gguf(self.model_path)
         if self.vocabulary.size != self._n_vocab:
             raise RuntimeFailure(
@@ -151,13 +170,6 @@ class LlamaCpp(LocalRuntime):
         self.tool_call_envelope = tool_call_envelope(template)
         self._control_texts = self._parsed_only_as_special()
         self.draft = draft
-        logger.info(
-            "llama.cpp loaded %s in %.2f s: %d-id vocabulary, %d-position context per call, up to %d calls "
-            "at once in %d KV cells, %d threads; compiled for %s",
-            self.model_path, time.perf_counter() - started, self._n_vocab, self.context_length, self.max_batch,
-            self._context.cells, n_threads,
-            llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
-        )
 
     # --- the model's vocabulary and template --------------------------------------------------
 
@@ -235,8 +247,6 @@ class LlamaCpp(LocalRuntime):
             ids = []
             for piece in self._control_texts.render_pieces(self._chat_template().render, messages, tools):
                 ids += self._context.tokenize(piece.text.encode("utf-8"), add_special=False, parse_special=piece.markup)
-        if not ids:
-            raise RuntimeFailure("LlamaCpp: the prompt is empty (no tokens to read)")
         return ids
 
     def _drafter_for(self, value: object) -> Drafter | None:
@@ -262,6 +272,11 @@ class LlamaCpp(LocalRuntime):
         return self._context.decode([(f.slot, f.start, f.tokens, f.logits) for f in feeds])
 
     def _release(self) -> None:
-        for model in self._draft_models.values():
-            model.close()
-        self._context.close()
+        self._free()
+
+
+def _free(context: LlamaContext, draft_models: dict[str, DraftModel]) -> None:
+    """Free a runtime's model and its draft models (a finalizer: it holds no reference to the runtime)."""
+    for model in draft_models.values():
+        model.close()
+    context.close()

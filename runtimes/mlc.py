@@ -221,8 +221,6 @@ class MLC(LocalRuntime):
             ids = []
             for piece in self._control_texts.render_pieces(self._chat_template().render, messages, tools):
                 ids += self._encode(piece.text) if piece.markup else self._plain_ids(piece.text)
-        if not ids:
-            raise RuntimeFailure(f"{self.name}: the prompt is empty (no tokens to read)")
         return ids
 
     def _encode(self, text: str) -> list[int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +13,10 @@ from hypothesis import strategies as st
 import grammar
 from grammar import Grammar, Matcher, Vocabulary
 from grammar._ir import chars, lit, plus, ref, repeat, seq, alt, opt
-from runtimes import Generation, RuntimeFailure, Usage
+from runtimes import Generation, InvalidRequest, RuntimeFailure, Usage
+from runtimes._protocol import Request
+from runtimes._sampling import Sampler
+from runtimes.checks import GREEDY_BELOW
 from runtimes.testing import RandomRuntime, synthetic_vocabulary
 
 DIGITS = chars([(ord("0"), ord("9"))])
@@ -246,3 +250,42 @@ async def test_calls_without_a_seed_differ_but_a_runtime_seed_makes_them_reprodu
     first, again = await answers(11), await answers(11)
     assert first == again
     assert len(set(first)) > 1
+
+
+# --- hostile requests (issue #65) ----------------------------------------------------------------
+
+@pytest.mark.parametrize("max_batch", [1, 3])
+async def test_an_empty_prompt_is_refused_not_spun_on(max_batch):
+    runtime = RandomRuntime(seed=0, max_batch=max_batch, batch_tokens=16 if max_batch > 1 else None)
+    with pytest.raises(InvalidRequest, match="the prompt is empty") as caught:
+        await asyncio.wait_for(runtime.generate(""), 10)  # the loop spun on it before: a timeout, not a hang
+    assert caught.value.argument == "messages"
+    with pytest.raises(InvalidRequest, match="the prompt is empty"):
+        await asyncio.wait_for(anext(aiter(runtime.stream(""))), 10)
+    assert (await runtime.generate("x", max_tokens=2)).usage.completion_tokens >= 1  # the loop goes on serving
+
+
+def test_the_decode_loop_never_starts_a_sequence_with_nothing_to_read():
+    runtime = RandomRuntime(seed=0)
+    sequence = runtime._sequence(Request("x"), 0, None, threading.Event())
+    sequence.prompt = []  # as a runtime whose tokenizer reads no token would hand it over
+    runtime._scheduler.submit(sequence)
+    with pytest.raises(RuntimeFailure, match="empty prompt"):
+        sequence.future.result(timeout=10)
+
+
+@pytest.mark.parametrize("temperature", [5e-324, 1e-308, 1e-200, 1e-6])
+async def test_a_temperature_below_the_greedy_floor_is_greedy(runtime, temperature):
+    greedy = await runtime.generate("abc", grammar=RECORD, max_tokens=40)
+    tiny = await runtime.generate("abc", grammar=RECORD, max_tokens=40, temperature=temperature, seed=5)
+    free = await runtime.generate("abc", max_tokens=12, temperature=temperature, seed=5)
+    assert tiny.token_ids == greedy.token_ids
+    assert free.token_ids == (await runtime.generate("abc", max_tokens=12)).token_ids
+    assert Request("abc", temperature=temperature).temperature == 0.0 < GREEDY_BELOW
+    with pytest.raises(InvalidRequest, match="temperature of at least"):
+        await runtime.generate("abc", grammar=RECORD, temperature=temperature, sampling="asap")
+
+
+async def test_a_temperature_at_the_floor_samples():
+    assert Request("abc", temperature=GREEDY_BELOW).temperature == GREEDY_BELOW
+    assert not Sampler(GREEDY_BELOW).greedy and Sampler(GREEDY_BELOW / 2).greedy
