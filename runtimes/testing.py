@@ -2,21 +2,24 @@
 
 `RandomRuntime` is a real local runtime (the same decode loop, matcher, sampling, budget
 steering and streaming as llama.cpp) whose "model" draws seeded random logits.
-`ScriptedRuntime` answers with given texts, for agent tests that need a particular answer.
+`ScriptedRuntime` answers with given texts, for agent tests that need a particular answer;
+`FunctionRuntime` with what a function of the conversation returns.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from grammar import Vocabulary
+from grammar import Grammar, Vocabulary
 
 from ._chat import with_tool_instructions
 from ._errors import GrammarIgnored, InvalidRequest, RuntimeFailure
@@ -225,17 +228,97 @@ class ScriptedRuntime(Runtime):
         text = self.responses.pop(0)
         if isinstance(text, Generation):
             return text
-        prompt = render_plain(request.messages, request.tools)
-        data = text.encode("utf-8")
-        if len(data) > request.max_tokens:
-            cut = data[: request.max_tokens].decode("utf-8", errors="ignore")
-            return Generation(cut, "length", Usage(len(prompt.encode()), request.max_tokens))
-        usage = Usage(len(prompt.encode()), len(data))
-        if request.grammar is None:
-            return Generation(text, "stop", usage)
-        if not request.grammar.accepts(text):
-            raise GrammarIgnored(
-                f"scripted response {json.dumps(text)[:200]} is not a sentence of {request.grammar!r}",
-                text=text,
+        return held_to_request(request, text)
+
+
+def held_to_request(request: Request, text: str) -> Generation:
+    """`text` as a model's answer to `request`: one token per UTF-8 byte, cut at `max_tokens`
+    (a character boundary; finish "length"), and a whole answer its grammar rejects raised as
+    `GrammarIgnored`, as a server that ignored the grammar would."""
+    prompt = render_plain(request.messages, request.tools)
+    data = text.encode("utf-8")
+    if len(data) > request.max_tokens:
+        cut = data[: request.max_tokens].decode("utf-8", errors="ignore")
+        return Generation(cut, "length", Usage(len(prompt.encode()), request.max_tokens))
+    usage = Usage(len(prompt.encode()), len(data))
+    if request.grammar is None:
+        return Generation(text, "stop", usage)
+    if not request.grammar.accepts(text):
+        raise GrammarIgnored(
+            f"scripted response {json.dumps(text)[:200]} is not a sentence of {request.grammar!r}",
+            text=text,
+        )
+    return Generation(text, "grammar_complete", usage)
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    """What a `FunctionRuntime`'s function is told of a request besides its messages: the
+    tools shown (OpenAI function-tool dicts), the grammar the answer is held to, the settings,
+    and which call this is (1 for the first)."""
+
+    tools: list[dict[str, Any]] | None
+    grammar: Grammar | None
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int | None
+    call: int
+
+
+AnswerFunction = Callable[[Messages, RequestInfo], "str | Generation | Awaitable[str | Generation]"]
+"""`fn(messages, info)`: the answer's text (or a whole `Generation`), sync or async."""
+
+
+class FunctionRuntime(Runtime):
+    """Answers each call with what `fn(messages, info)` returns, so a test decides each answer
+    from the conversation so far (a tool's result, the turn's grammar) rather than in advance.
+
+    A text is held to the request as `ScriptedRuntime`'s are (tokens counted per byte, cut at
+    `max_tokens`, a whole answer the grammar rejects raised as `GrammarIgnored`); a `Generation`
+    is given as it is. `fn` may be sync or async; what it raises reaches the caller (an agent
+    reports it as `ModelRequestFailed`, the messages kept). Every request is kept in `calls`.
+    """
+
+    name = "function"
+
+    def __init__(self, fn: AnswerFunction, *, tool_call_envelope: ToolCallEnvelope = "json"):
+        if not callable(fn):
+            raise InvalidRequest("fn", f"must be a function of (messages, info), not {type(fn).__name__}")
+        self.fn = fn
+        self.tool_call_envelope = tool_call_envelope
+        self.calls: list[Request] = []
+
+    async def _generate(self, request: Request) -> Generation:
+        return await self._answer(request)
+
+    def _stream(self, request: Request) -> TextStream:
+
+        async def produce(put: Callable[[str], None]) -> Generation:
+            generation = await self._answer(request)
+            for start in range(0, len(generation.text), 4):
+                put(generation.text[start : start + 4])
+                await asyncio.sleep(0)
+            return generation
+
+        return TextStream(produce)
+
+    async def _answer(self, request: Request) -> Generation:
+        self.calls.append(request)
+        info = RequestInfo(request.tools, request.grammar, request.max_tokens, request.temperature,
+                           request.top_p, request.seed, len(self.calls))
+        answer = self.fn(request.messages, info)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if isinstance(answer, Generation):
+            return answer
+        if not isinstance(answer, str):
+            raise RuntimeFailure(
+                f"FunctionRuntime's function returned {type(answer).__name__} for call {info.call}, "
+                "not the answer's text or a Generation"
             )
-        return Generation(text, "grammar_complete", usage)
+        try:
+            check_text("answer", answer)
+        except InvalidRequest as exc:
+            raise RuntimeFailure(f"FunctionRuntime's answer to call {info.call} cannot be written: {exc}") from None
+        return held_to_request(request, answer)
