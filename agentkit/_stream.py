@@ -9,7 +9,7 @@ from runtimes import Runtime, Usage
 
 from ._extract import check_ending, extraction_messages, output_spec, runtime_errors
 from ._inputs import check_generation_settings, check_runtime, check_text
-from ._partial import NO_VALUE, NotJSON, consistent, may_grow, partial_value
+from ._partial import NO_VALUE, Partials
 from ._runtime import resolve_runtime
 from ._sync import iterate_to_end
 
@@ -42,7 +42,7 @@ async def stream_extract(
     messages = extraction_messages(spec, text, instructions)
     with runtime_errors(rt, messages, max_tokens):
         pieces = rt.stream(messages, grammar=spec.grammar, max_tokens=max_tokens, temperature=temperature, seed=seed)
-    written, last, readable = "", NO_VALUE, True
+    partials = Partials()
     try:
         while True:
             with runtime_errors(rt, messages, max_tokens):
@@ -50,16 +50,8 @@ async def stream_extract(
                     piece = await pieces.__anext__()
                 except StopAsyncIteration:
                     break
-            written += piece
-            if not readable or not may_grow(piece):
-                continue
-            try:
-                value = partial_value(written)
-            except NotJSON:  # a runtime that ignored the grammar: the whole answer's check says so
-                readable = False
-                continue
-            if value is not NO_VALUE and not (last is not NO_VALUE and consistent(value, last) and consistent(last, value)):
-                last = value
+            value = partials.add(piece)
+            if value is not NO_VALUE:
                 yield value
     finally:
         await pieces.aclose()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
@@ -74,18 +75,20 @@ def iterate_to_end(start: Callable[[], AsyncIterator[T]], name: str) -> Iterator
 def _iterate(start: Callable[[], AsyncIterator[T]]) -> Iterator[T]:
     with asyncio.Runner(loop_factory=_new_loop) as runner:
         items = start()
+        loop, context = runner.get_loop(), contextvars.copy_context()  # one context, as `runner.run` keeps
 
         async def step() -> T:
             return await items.__anext__()
 
         try:
             while True:
-                try:
-                    item = runner.run(step())
+                try:  # the loop run as is: `runner.run` sets and restores a SIGINT handler per item,
+                    # which costs more than a small item (a partial value, a piece of text) itself
+                    item = loop.run_until_complete(loop.create_task(step(), context=context))
                 except StopAsyncIteration:
                     return
                 yield item
         finally:
             close = getattr(items, "aclose", None)
             if close is not None:
-                runner.run(close())
+                loop.run_until_complete(loop.create_task(close(), context=context))

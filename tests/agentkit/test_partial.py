@@ -23,8 +23,15 @@ from agentkit import (
     stream_extract_sync,
     tool,
 )
-from agentkit._partial import NO_VALUE, consistent, may_grow, partial_value
+from agentkit._partial import NO_VALUE, PartialJSON, consistent
 from runtimes.testing import RandomRuntime, ScriptedRuntime
+
+def partial_value(text: str) -> Any:
+    """The partial value of the whole text, read in one piece."""
+    reader = PartialJSON()
+    reader.feed(text)
+    return reader.value()
+
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.floats(allow_nan=False, allow_infinity=False)
@@ -51,31 +58,6 @@ def test_every_prefix_is_a_growing_consistent_view_of_the_document(value: Any, i
         previous = partial
     if isinstance(value, (dict, list)):
         assert previous == value
-
-
-def _distinct(values: list[Any]) -> list[Any]:
-    out: list[Any] = []
-    for v in values:
-        if v is not NO_VALUE and not (out and consistent(v, out[-1]) and consistent(out[-1], v)):
-            out.append(v)
-    return out
-
-
-@given(value=JSON, cuts=st.lists(st.integers(1, 6), min_size=1, max_size=400))
-@settings(max_examples=150, deadline=None)
-def test_reading_only_after_pieces_that_may_grow_misses_no_partial(value: Any, cuts: list[int]) -> None:
-    """A piece inside a string or number adds nothing: skipping the read after it (`may_grow`)
-    shows the same partial values as reading after every piece."""
-    text = json.dumps(value)
-    ends, at = [], 0
-    for size in cuts:
-        at = min(len(text), at + size)
-        ends.append(at)
-    ends.append(len(text))
-    every = _distinct([partial_value(text[:end]) for end in ends])
-    starts = [0] + ends[:-1]
-    skipping = _distinct([partial_value(text[:end]) for start, end in zip(starts, ends) if may_grow(text[start:end])])
-    assert skipping == every
 
 
 def test_no_half_number_or_string_is_shown() -> None:
