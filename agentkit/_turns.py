@@ -37,26 +37,36 @@ class TurnGrammars:
         self.output = output
         self.max_calls = max_calls
         self.reasoning = reasoning
-        self._built: dict[tuple[tuple[Tool, ...], tuple[Envelope, ...], TurnKind], Grammar | None] = {}
+        self._built: dict[tuple[tuple[Tool, ...], tuple[Envelope, ...], TurnKind, int | None], Grammar | None] = {}
 
-    def get(self, tools: Mapping[str, Tool], envelopes: tuple[Envelope, ...], kind: TurnKind) -> Grammar | None:
-        """The grammar a turn of `kind` is held to, for `tools` written in `envelopes`."""
-        key = (tuple(tools.values()), envelopes, kind)
+    def get(self, tools: Mapping[str, Tool], envelopes: tuple[Envelope, ...], kind: TurnKind,
+            max_bytes: int | None = None) -> Grammar | None:
+        """The grammar a turn of `kind` is held to, for `tools` written in `envelopes`.
+
+        `max_bytes`: every sentence at most that many bytes, for a runtime that cannot close a
+        turn at its token budget itself (a server): a token is at least a byte, so the turn
+        then always ends within as many tokens. `grammar.LimitError` where not even the
+        shortest turn fits."""
+        key = (tuple(tools.values()), envelopes, kind, max_bytes)
         if key not in self._built:
-            g = self._build(key[0], envelopes, kind)
+            g = self._build(key[0], envelopes, kind, max_bytes)
             if g is not None and self.reasoning is not None:
                 g = grammar.after_reasoning(g, self.reasoning)
+            if g is not None and max_bytes is not None:
+                g = grammar.within_bytes(g, max_bytes)  # an output's grammar, a reasoning span
             self._built[key] = g
         return self._built[key]
 
-    def _build(self, tools: tuple[Tool, ...], envelopes: tuple[Envelope, ...], kind: TurnKind) -> Grammar | None:
+    def _build(self, tools: tuple[Tool, ...], envelopes: tuple[Envelope, ...], kind: TurnKind,
+               max_bytes: int | None) -> Grammar | None:
         schemas = [t.tool_schema() for t in tools]
         options = {"envelope": envelopes, "max_calls": self.max_calls, "lenient": True,
-                   "whitespace": CALL_WHITESPACE, "preamble": preamble(kind, envelopes, self.output is not None)}
+                   "whitespace": CALL_WHITESPACE, "preamble": preamble(kind, envelopes, self.output is not None),
+                   "max_bytes": max_bytes}
         if not schemas:
             return self.output.grammar if self.output else None
         if kind == "answer":
-            return self.output.grammar if self.output else grammar.free_text(envelope=envelopes)
+            return self.output.grammar if self.output else grammar.free_text(envelope=envelopes, max_bytes=max_bytes)
         if kind == "calls":
             return grammar.tool_calls(schemas, **options)
         if self.output is None:

@@ -19,6 +19,7 @@ from ._gbnf_parse import from_gbnf, gbnf_problem, well_formed
 from ._tokens.vocab import Vocabulary
 from ._tokens.gguf import read_gguf_metadata
 from ._reasoning import after_reasoning
+from ._byte_budget import longest_bytes, shortest_bytes, within_bytes
 from ._tools import ToolSchema, arguments, free_text, parse_tool_calls, tool_calls, tool_calls_or_text
 from ._masks.compiled import CompiledGrammar, compile
 from ._timing import CompileProfile
@@ -56,13 +57,16 @@ __all__ = [
     "either",
     "fill_next_token_bitmasks",
     "gbnf_problem",
+    "longest_bytes",
     "from_gbnf",
     "from_json_schema",
     "from_regex",
     "free_text",
     "parse_tool_calls",
     "read_gguf_metadata",
+    "shortest_bytes",
     "tool_calls",
     "tool_calls_or_text",
     "well_formed",
+    "within_bytes",
 ]

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Collection, Literal, Sequence
 
+from ._byte_budget import ByteLengths, within_bytes
 from ._errors import CompileError
 from ._grammar import Dropped, Grammar, Ignored, merge_rules
 from ._jsonschema import PYTHON_COMMA, from_json_schema, keyword_arguments
@@ -231,7 +232,7 @@ def _delimited(chosen: tuple[Envelope, ...]) -> tuple[Envelope, ...]:
 
 def _preamble_rules(
     call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whitespace: int | None, *, may_end: bool,
-    listed: bool = False,
+    listed: bool = False, bounded: bool = False,
 ) -> dict[str, Node]:
     """Rules for text before the first call: `preamble` is its start (blanks, then a character
     other than `{`, so it never reads as a bare call).
@@ -240,9 +241,13 @@ def _preamble_rules(
     the longest text end that begins an opening), so it never holds an opening: the first
     opening it reaches continues as that envelope's call, then any later calls. With
     `may_end`, the text may also end anywhere (a final answer); otherwise a call must follow.
+    `bounded`: the plainer text of `_plain_preamble`, which a byte budget can bound.
     """
     openings = {_OPENING[e]: e for e in _delimited(chosen)}
     later = _later_calls(call, chosen, max_calls)
+    if bounded:
+        return _plain_preamble(openings, call, later, max_calls, whitespace, may_end=may_end, listed=listed,
+                               bare={"{", "["} if "json" in chosen else {"{"})
     prefixes = sorted({o[:k] for o in openings for k in range(len(o))})
     names = {prefix: f"preamble-{i}" for i, prefix in enumerate(prefixes)}
     alphabet = sorted({c for o in openings for c in o})
@@ -253,15 +258,7 @@ def _preamble_rules(
             suffix = text[start:]
             if suffix in openings:
                 e = openings[suffix]
-                before, close = _WRAP[e]
-                rest = lit(before[len(suffix):])
-                if listed:
-                    return seq(rest, _call_list(call, max_calls, whitespace), lit(close))
-                calls = seq(rest, call, lit(close), later)
-                if e == "fenced":
-                    return alt(calls, *(seq(rest, body, lit(close))
-                                        for body in _several_in_fence(call, max_calls, whitespace)))
-                return calls
+                return _opened(e, len(suffix), call, later, max_calls, whitespace, listed)
             if suffix in names:
                 return ref(names[suffix])
         raise AssertionError("the empty suffix is always a state")
@@ -279,6 +276,36 @@ def _preamble_rules(
     return rules
 
 
+def _opened(e: Envelope, read: int, call: Node, later: Node, max_calls: int | None, whitespace: int | None,
+            listed: bool) -> Node:
+    """What follows the first `read` characters of envelope `e`'s opening after a preamble: the
+    rest of its opening, then the calls."""
+    before, close = _WRAP[e]
+    rest = lit(before[read:])
+    if listed:
+        return seq(rest, _call_list(call, max_calls, whitespace), lit(close))
+    calls = seq(rest, call, lit(close), later)
+    if e == "fenced":
+        return alt(calls, *(seq(rest, body, lit(close)) for body in _several_in_fence(call, max_calls, whitespace)))
+    return calls
+
+
+def _plain_preamble(openings: dict[str, Envelope], call: Node, later: Node, max_calls: int | None,
+                    whitespace: int | None, *, may_end: bool, listed: bool, bare: set[str]) -> dict[str, Node]:
+    """The preamble under a byte budget: text that holds no character an opening begins with
+    (so it reaches no opening but its last), a sub-language of the preamble's with no rule
+    that recurses, so its length can be bounded. Then an opening and the calls, or (`may_end`)
+    the end."""
+    firsts = {o[0] for o in openings}
+    opened = [_opened(e, 0, call, later, max_calls, whitespace, listed) for e in openings.values()]
+    text_chars = _chars_except([(0, 0x10FFFF)], without=firsts)
+    first = _chars_except([(0, 0x10FFFF)], without=firsts | set(_BLANKS) | bare)
+    text = seq(first, star(text_chars))
+    # Text then calls, and (`may_end`) text alone as its own branch: an answer keeps the whole budget.
+    forms = [seq(text, alt(*opened)), *([text] if may_end else []), *opened]
+    return {"preamble": seq(repeat(char_set(_BLANKS), 0, whitespace or 0), alt(*forms))}
+
+
 @logged_compile("tool-calls", tool_set_size)
 def tool_calls(
     tools: Sequence[ToolSchema],
@@ -289,20 +316,51 @@ def tool_calls(
     whitespace: int | None = None,
     preamble: bool = False,
     listed: bool = False,
+    max_bytes: int | None = None,
 ) -> Grammar:
     """One to `max_calls` tool calls (None: any number), newline-separated; with `preamble`,
     free text may come first, and the first tag or fence it reaches opens the calls. With
     `listed`, the calls are one JSON list in whichever envelope opens them (bare, a tag, a
-    fence), so a second call is a comma away from the first, and "one call" is a list of one."""
+    fence), so a second call is a comma away from the first, and "one call" is a list of one.
+
+    `max_bytes`: every sentence at most that many UTF-8 bytes (see `within_bytes`), for a model
+    whose turn must end within as many tokens and no decoder that can close it: fewer calls,
+    blanks and characters, never other ones; `LimitError` where not even one call fits."""
     chosen = envelopes(envelope)
     listed = _listed(chosen, listed)
-    call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=chosen == ("python",))
+    python = chosen == ("python",)
+    max_calls, whitespace = _fitted(tools, max_bytes, max_calls, lenient, whitespace, python)
+    call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=python)
     rules["root"] = _calls(call, chosen, max_calls, whitespace, listed)
     if preamble:
-        rules.update(_preamble_rules(call, chosen, max_calls, whitespace, may_end=False, listed=listed))
+        rules.update(_preamble_rules(call, chosen, max_calls, whitespace, may_end=False, listed=listed,
+                                     bounded=max_bytes is not None))
         rules["root"] = alt(rules["root"], ref("preamble"))
     schema = calls_schema(tools) if "json" in chosen else None
-    return Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls", schema=schema)
+    g = Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls", schema=schema)
+    return g if max_bytes is None else within_bytes(g, max_bytes)
+
+
+_LEADING_BLANKS = 4  # blanks before a free-text answer under a byte budget
+# How much of a call's room its blanks may take at most (one blank in this many bytes).
+_BYTES_A_BLANK = 64
+_WRAPPING = max(len(before) + len(after) for before, after in _WRAP.values()) + 1  # and a newline
+
+
+def _fitted(tools: Sequence[ToolSchema], max_bytes: int | None, max_calls: int | None, lenient: bool,
+            whitespace: int | None, python: bool) -> tuple[int | None, int | None]:
+    """`max_calls` and `whitespace` for turns of at most `max_bytes` bytes: as many calls as
+    leave each room for three times its shortest, and blanks that take a small share of a
+    call's room, so most of the budget goes to the arguments' values."""
+    if max_bytes is None:
+        return max_calls, whitespace
+    _more_calls(max_calls)
+    _, rules, _, _ = _call_rules(tools, lenient, None, python=python)
+    shortest = ByteLengths(rules).rule_lo["call"] + _WRAPPING
+    calls = max(1, int(max_bytes // (3 * shortest)))
+    calls = calls if max_calls is None else min(calls, max_calls)
+    blanks = min(whitespace or 0, max_bytes // calls // _BYTES_A_BLANK)
+    return calls, blanks or None
 
 
 def calls_schema(tools: Sequence[ToolSchema]) -> dict[str, Any] | None:
@@ -326,7 +384,7 @@ def calls_schema(tools: Sequence[ToolSchema]) -> dict[str, Any] | None:
     return {"anyOf": branches, **({"$defs": defs} if defs else {})}
 
 
-def _text_not_starting_with(openings: Sequence[str]) -> dict[str, Node]:
+def _text_not_starting_with(openings: Sequence[str], blanks: int | None = None) -> dict[str, Node]:
     """Rules for non-empty text (rule "text") whose first non-blank characters do not begin any
     of `openings` (ASCII, as every envelope's opening and every python tool name is).
 
@@ -334,10 +392,11 @@ def _text_not_starting_with(openings: Sequence[str]) -> dict[str, Node]:
     of an opening (that is not itself an opening) followed by the end of the text or by a
     character that continues no opening, then anything. The "anything" and the non-ASCII
     characters that deviate are rules of their own, called from every place they are
-    needed: one set of states, not a copy of each per branch."""
+    needed: one set of states, not a copy of each per branch. `blanks`: at most that many
+    leading blanks (None: any number)."""
     if not all(o.isascii() for o in openings):
         raise CompileError(f"free text's excluded openings must be ASCII: {sorted(openings)}")
-    blanks = star(char_set(_BLANKS))
+    blanks = repeat(char_set(_BLANKS), 0, blanks)
     rest = ref("text-rest")
     closed = set(openings)
 
@@ -397,22 +456,30 @@ def tool_calls_or_text(
     whitespace: int | None = None,
     preamble: bool = False,
     listed: bool = False,
+    max_bytes: int | None = None,
 ) -> Grammar:
     """Tool calls (as `tool_calls`) or a free-text answer that cannot be mistaken for one.
 
     With `preamble`, the text holds no tag or fence opening anywhere; the first it reaches
-    opens calls, so "Let me check.\n<tool_call>…" is a call, not an answer that holds one."""
+    opens calls, so "Let me check.\n<tool_call>…" is a call, not an answer that holds one.
+    `max_bytes` as for `tool_calls`; under it a preamble holds no character a tag or fence
+    opens with."""
     chosen = envelopes(envelope)
     listed = _listed(chosen, listed)
-    call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=chosen == ("python",))
+    python = chosen == ("python",)
+    max_calls, whitespace = _fitted(tools, max_bytes, max_calls, lenient, whitespace, python)
+    call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=python)
     rules["calls"] = _calls(call, chosen, max_calls, whitespace, listed)
     if preamble:
-        rules.update(_preamble_rules(call, chosen, max_calls, whitespace, may_end=True, listed=listed))
+        rules.update(_preamble_rules(call, chosen, max_calls, whitespace, may_end=True, listed=listed,
+                                     bounded=max_bytes is not None))
         rules["text"] = ref("preamble")
     else:
-        rules.update(_text_not_starting_with(_openings(chosen, [t.name for t in tools])))
+        leading = None if max_bytes is None else whitespace or 0
+        rules.update(_text_not_starting_with(_openings(chosen, [t.name for t in tools]), leading))
     rules["root"] = alt(ref("calls"), ref("text"))
-    return Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls_or_text")
+    g = Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls_or_text")
+    return g if max_bytes is None else within_bytes(g, max_bytes)
 
 
 def _openings(chosen: tuple[Envelope, ...], names: Sequence[str] = ()) -> list[str]:
@@ -425,10 +492,13 @@ def _openings(chosen: tuple[Envelope, ...], names: Sequence[str] = ()) -> list[s
     return sorted({"{"} | {_OPENING[e] for e in chosen} | bare_calls)
 
 
-def free_text(*, envelope: Envelope | Sequence[Envelope] = "json") -> Grammar:
+def free_text(*, envelope: Envelope | Sequence[Envelope] = "json", max_bytes: int | None = None) -> Grammar:
     """Non-empty text that cannot be read as a tool call in these envelopes (the text branch
-    of `tool_calls_or_text`, alone): a final answer where calls are not allowed."""
-    return Grammar(_text_not_starting_with(_openings(envelopes(envelope))), "text", source="free_text")
+    of `tool_calls_or_text`, alone): a final answer where calls are not allowed. `max_bytes`:
+    at most that many UTF-8 bytes (see `within_bytes`)."""
+    leading = None if max_bytes is None else _LEADING_BLANKS
+    g = Grammar(_text_not_starting_with(_openings(envelopes(envelope)), leading), "text", source="free_text")
+    return g if max_bytes is None else within_bytes(g, max_bytes)
 
 
 def parse_tool_calls(
