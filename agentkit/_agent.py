@@ -565,12 +565,13 @@ class Agent(Generic[OutputT]):
             yield event
         while True:
             kind = self._turn_kind(state)
-            with state.model_errors(runtime.name):
-                g = self._grammars.get(self._turn_tools(state), envelopes, kind)
             if state.step >= self.max_steps:
                 raise StepLimitExceeded(f"no final answer after {self.max_steps} model turns (max_steps)", **state.context())
             state.step += 1
             budget = self._turn_budget(state)
+            with state.model_errors(runtime.name):  # a runtime that cannot close a turn gets one that fits
+                g = self._grammars.get(self._turn_tools(state), envelopes, kind,
+                                       None if getattr(runtime, "steers_budget", True) else budget)
             options = dict(grammar=g, max_tokens=budget, tools=tools_json, **state.settings.generation_options())
             request = state.trace.model_request(runtime, state.step, options)
             generation = None

@@ -196,6 +196,10 @@ class Runtime(ABC):
 
     name: str = "runtime"
     tool_call_envelope: ToolCallEnvelope = "json"
+    # Whether the runtime itself closes a grammar's document within `max_tokens` (a local
+    # decoder steers the end). One that cannot (a server it sends the grammar to) says False,
+    # and a caller that needs a whole document bounds the grammar (`grammar.within_bytes`).
+    steers_budget: bool = True
 
     async def generate(
         self,

@@ -59,7 +59,8 @@ def source_schema(g: Grammar) -> dict[str, Any] | bool:
 
 
 class OpenAICompatible(Runtime):
-    """A model behind an OpenAI-compatible HTTP API.
+    """A model behind an OpenAI-compatible HTTP API. The server cannot close a document at the
+    token budget as a local decoder does (`steers_budget` is False).
 
     `base_url` is the server root or its `/v1` root. `timeout` bounds each attempt as a whole
     (seconds: sending, reading the answer, parsing it and checking it against the grammar);
@@ -73,6 +74,8 @@ class OpenAICompatible(Runtime):
     0.32 reports them after its grammar's mask (a forced token's is 0): the probability under
     the held model, not the free one a local runtime gives.
     """
+
+    steers_budget = False
 
     def __init__(
         self,

@@ -143,3 +143,19 @@ async def test_the_serving_benchmark_gets_valid_typed_values_on_both_sides(vllm_
     printed = capsys.readouterr().out
     assert "agentkit -> vLLM" in printed and "raw httpx -> vLLM" in printed and "agentkit/raw wall" in printed
     assert printed.count("valid 2/2") == 2  # the raw side's answers are whole, valid documents too
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather for a city."""
+    return f"Sunny, 22 C in {city}."
+
+
+async def test_the_default_agent_finishes_its_turns_on_vllm(vllm_server):
+    # A server cannot close a turn at max_tokens: the turn grammar itself fits the budget (issue #65).
+    # Unbounded, this model wrote the same fenced call until the budget ran out.
+    async with server(vllm_server, "vllm") as rt:
+        agent = Agent([get_weather], runtime=rt, tool_choice="required", max_tokens=256)
+        result = await agent.run("Weather in Tokyo?")
+    assert result.tool_calls and result.tool_calls[0].call.name == "get_weather"
+    assert isinstance(result.output, str)
