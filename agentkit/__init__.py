@@ -25,6 +25,9 @@ from ._constraints import Constraints, FieldConstraints
 from ._context import RunContext
 from ._errors import (
     AgentkitError,
+    ApprovalMismatch,
+    CallAlreadyResumed,
+    CallbackFailed,
     CallDenied,
     IncompleteOutput,
     InvalidArgument,
@@ -79,7 +82,10 @@ __all__ = [
     "AgentkitError",
     "Approval",
     "AssistantMessage",
+    "ApprovalMismatch",
     "ApprovalPredicate",
+    "CallAlreadyResumed",
+    "CallbackFailed",
     "CallDenied",
     "Constraints",
     "Event",

@@ -17,12 +17,13 @@ from grammar import Grammar, ReasoningSpan
 from runtimes import Generation, Runtime, checks, tool_instructions
 
 from ._approvals import (
+    RESUMED,
     Approval,
     ApprovalPredicate,
     check_approvals,
-    needs_approval,
+    held_turn,
     pending_call,
-    unanswered_calls,
+    waiting_calls,
 )
 from ._bounds import UnreadableTurn
 from ._confidence import call_argument_confidences
@@ -37,6 +38,7 @@ from ._errors import (
     TokenLimitExceeded,
     UnexpectedModelOutput,
     UnreadableOutput,
+    log_text,
 )
 from ._events import (
     Event,
@@ -59,7 +61,6 @@ from ._inputs import (
 )
 from ._messages import (
     Envelope,
-    ToolCall,
     Message,
     Turn,
     assistant_message,
@@ -71,7 +72,7 @@ from ._messages import (
     tool_message,
 )
 from ._partial import PartialOutputs
-from ._output import OutputSpec, OutputValidator, apply_validator, correction
+from ._output import OutputSpec, OutputValidator, correction
 from ._repeats import ANSWER_NOW, REPEAT_CALLS, CallLedger, RepeatCalls, ValidCall
 from ._settings import ModelSettings, RunSettings, check_model_settings, check_tool_choice, run_tools
 from ._runtime import budget_reached, model_written_calls, resolve_runtime
@@ -141,10 +142,19 @@ class Agent(Generic[OutputT]):
     records each correction and the turn that fixed it.
 
     Approval: a call of a tool built with `requires_approval=True`, or one for which the
-    agent's `requires_approval` predicate (given a `PendingCall`) is true, waits for a
-    decision: the run stops before running it (the turn's other calls run) and its result
-    lists it in `pending`. `run(message_history=result.messages, approvals={id: decision})`
-    resumes: approved calls run, denied ones are answered with the denial.
+    agent's `requires_approval` predicate (given a `PendingCall`; asked once per call) is true,
+    waits for a decision: the run stops before running it (the turn's other calls run) and its
+    result lists it in `pending`. `run(message_history=result.messages, approvals={id:
+    pending.approve()})` resumes: approved calls run with the arguments the person was shown,
+    denied ones (`pending.deny(reason)`) are answered with the denial. A stored call that is not
+    the one approved is refused (`ApprovalMismatch`), and so is a second resume of one call
+    (`CallAlreadyResumed`); nothing runs then.
+
+    The functions given to the agent beside its tools (`output_validator`, the
+    `requires_approval` predicate, validators of the output type) are guarded: whatever one
+    raises, but `ModelRetry` and a validation failure, ends the run with `CallbackFailed`
+    (the messages kept, the original as `__cause__`), a `SystemExit` included; one that
+    returns past the run's `timeout` is a `RunTimeout`.
 
     Traces: with `opentelemetry-api` installed, each run is traced (spans for the run, each
     model request and each tool call) through `tracer_provider`, or the global provider where
@@ -397,7 +407,7 @@ class Agent(Generic[OutputT]):
 
         A run that reaches calls waiting for approval stops before running them: its result's
         `pending` lists them (`output` is None). Resume with `message_history=result.messages`,
-        no prompt, and `approvals={call id: True, False or a reason}` for each."""
+        no prompt, and `approvals={call id: pending.approve() or pending.deny(reason)}` for each."""
         state = self._start(prompt, deps, message_history, model_settings, extra_tools, allowed_tools, tool_choice,
                             approvals)
         try:
@@ -503,11 +513,14 @@ class Agent(Generic[OutputT]):
         deadline = None
         if self.timeout is not None:
             deadline = asyncio.get_running_loop().time() + self.timeout
-        waiting = self._waiting_calls(history, tools, approvals)
+        waiting = waiting_calls(history, tools) if isinstance(history, (list, tuple)) else []
         if waiting and prompt is not None:
-            raise InvalidArgument("prompt", "the history ends with calls awaiting approval: resume with approvals "
-                                            "and no prompt")
+            raise InvalidArgument("prompt", f"the history ends with calls awaiting approval "
+                                            f"({', '.join(c.id for c in waiting)}): resume with approvals and no prompt")
         decided = check_approvals(approvals, waiting)
+        for call in waiting:
+            if call.name not in tools:
+                raise InvalidArgument("message_history", f"call {call.id} names {call.name!r}, none of the run's tools")
         messages = initial_messages(conversation(prompt, history), self._system_prompt(tools))
         state = RunState(messages, deps, deadline, CallLedger(self.repeat_calls), settings, timeout=self.timeout)
         state.trace = RunTrace(self.runtime.name if self._runtime is not None else "default", {
@@ -518,23 +531,8 @@ class Agent(Generic[OutputT]):
         }, self.tracer_provider)
         state.resumed, state.approvals = waiting, decided
         state.earlier_turns = sum(m.get("role") == "assistant" for m in messages)
+        RESUMED.claim(waiting)  # last: a resume refused above may be tried again
         return state
-
-    def _waiting_calls(self, history: Any, tools: dict[str, Tool], approvals: Any) -> list[ToolCall]:
-        """The calls of the history's last turn that no tool message answers, where they wait for
-        approval: `approvals` are given for them, or one of them needs approval here. (A run that
-        stopped on an error may leave calls unanswered too; such a history continues as it is.)"""
-        calls = unanswered_calls(history) if isinstance(history, (list, tuple)) else []
-        for call in calls:
-            if call.name not in tools:
-                if approvals is None:
-                    return []
-                raise InvalidArgument("message_history", f"call {call.id} names {call.name!r}, none of the run's tools")
-        if approvals is not None:
-            return calls
-        held = any(isinstance(v := validated(c, tools), ValidCall) and needs_approval(v, self.requires_approval)
-                   for c in calls)
-        return calls if held else []
 
     def _envelope(self, runtime: Runtime) -> Envelope:
         """How this agent's model writes calls: as the runtime's template teaches, or the
@@ -608,15 +606,28 @@ class Agent(Generic[OutputT]):
             for call in turn.calls:
                 yield ToolCallEvent(state.step, call)
             checked = [validated(c, tools) for c in turn.calls]
-            held = [c for c in checked if isinstance(c, ValidCall)
-                    and needs_approval(c, self.requires_approval, state.confidence.get(c.call.id))]
+            held = [c for c in checked if isinstance(c, ValidCall) and await self._waits(state, c)]
+            pending = [pending_call(c, state.confidence.get(c.call.id)) for c in held]
+            if pending:  # stored as they will run, and marked: the decision to hold them is kept
+                state.messages[-1] = held_turn(state.messages[-1], pending)
             async for event in self._answer_calls(state, [c for c in checked if not any(c is h for h in held)],
                                                   pausing=bool(held)):
                 yield event
             if held:  # the run stops here, before those calls run; `run(approvals=...)` resumes it
-                state.pending = [pending_call(c, state.confidence.get(c.call.id)) for c in held]
+                state.pending = pending
                 yield FinalResult(self._result(state, None))
                 return
+
+    async def _waits(self, state: RunState, valid: ValidCall) -> bool:
+        """Whether a valid call waits for approval: its tool says so, or the agent's predicate
+        does (asked here, once: the decision is stored with the call)."""
+        if valid.tool.requires_approval:
+            return True
+        if self.requires_approval is None:
+            return False
+        verdict = await state.callback("requires_approval", self.requires_approval,
+                                       pending_call(valid, state.confidence.get(valid.call.id)))
+        return bool(await state.callback("requires_approval", bool, verdict))  # a truth value may raise too
 
     async def _answer_calls(self, state: RunState, items: list[ValidCall | ToolCallRecord], *,
                             pausing: bool = False) -> AsyncIterator[Event]:
@@ -628,8 +639,12 @@ class Agent(Generic[OutputT]):
         records = await state.within(run_calls(state, items, self.tool_timeout))
         records = [dataclasses.replace(r, confidence=state.confidence.pop(r.call.id))
                    if r.call.id in state.confidence else r for r in records]
+        folded = state.ledger.folded(records)
+        if folded:  # a call written again in its turn is answered once: it leaves the stored calls
+            _drop_stored_calls(state.messages, folded)
         for record in records:
-            state.messages.append(tool_message(record.call, tool_feedback(record)))
+            if record.call.id not in folded:
+                state.messages.append(tool_message(record.call, tool_feedback(record)))
             state.records.append(record)
             yield ToolResultEvent(state.step, record)
         state.usage = state.usage + RunUsage(repeated_calls=sum(r.repeat_of is not None for r in records))
@@ -640,17 +655,17 @@ class Agent(Generic[OutputT]):
         count_failures(state, records, self.max_retries)
 
     async def _resume(self, state: RunState) -> AsyncIterator[Event]:
-        """The calls a paused run left waiting, decided: approved ones run, denied ones are
-        answered with the denial (`CallDenied`)."""
+        """The calls a paused run left waiting, decided: approved ones run with their stored
+        arguments (those the person was shown), denied ones are answered with the denial
+        (`CallDenied`)."""
         items: list[ValidCall | ToolCallRecord] = []
         for call in state.resumed:
             checked = validated(call, state.settings.tools)
             decision = state.approvals[call.id]
-            if decision is True or isinstance(checked, ToolCallRecord):
+            if decision.approved or isinstance(checked, ToolCallRecord):
                 items.append(checked)
             else:
-                reason = decision if isinstance(decision, str) and decision else None
-                items.append(ToolCallRecord(call, checked.arguments, error=CallDenied(call.name, reason)))
+                items.append(ToolCallRecord(call, checked.arguments, error=CallDenied(call.name, decision.reason)))
         async for event in self._answer_calls(state, items):
             yield event
 
@@ -737,6 +752,7 @@ class Agent(Generic[OutputT]):
                 envelope=envelopes,
                 tool_names=set(state.settings.tools),
                 step=state.step + state.earlier_turns,  # call ids stay unique in a continued conversation
+                run=state.run_id,
                 expect_output=self.output is not None,
                 preamble=self._preamble(kind, envelopes),
             )
@@ -750,9 +766,13 @@ class Agent(Generic[OutputT]):
         `_RETRY` where it was refused and the model asked again (counted as a correction)."""
         state.messages.append(assistant_message(turn))
         try:
-            value = self.output.validate(turn.text) if self.output is not None else turn.text
+            value = turn.text
+            if self.output is not None:  # its type's own validators are the user's code too
+                value = await state.callback("output_type", self.output.validate, turn.text,
+                                             passes=(OutputValidationError,))
             if self.output_validator is not None:
-                value = await state.within(apply_validator(self.output_validator, value))
+                value = await state.callback("output_validator", self.output_validator, value,
+                                             passes=(OutputValidationError, ModelRetry))
         except (OutputValidationError, ModelRetry) as exc:
             violations, kind, told = correction(exc)
         else:
@@ -761,7 +781,7 @@ class Agent(Generic[OutputT]):
         count = state.retry("output", kind, told)
         if count > self.max_retries:
             raise OutputValidationError(violations, turn.text, **state.context()) from None
-        logger.info("correction %d of %d asked for: %s", count, self.max_retries, told)
+        logger.info("correction %d of %d asked for: %s", count, self.max_retries, log_text(told))
         state.messages.append({"role": "user", "content": told})
         return _RETRY
 
@@ -771,3 +791,13 @@ class Agent(Generic[OutputT]):
 
 
 _RETRY = object()
+
+
+def _drop_stored_calls(messages: list[Message], ids: set[str]) -> None:
+    """The last assistant message without the calls `ids` in its `tool_calls` (a new dict:
+    the history a run was given is not changed)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "assistant":
+            kept = [c for c in messages[i].get("tool_calls") or () if c.get("id") not in ids]
+            messages[i] = {**messages[i], "tool_calls": kept}
+            return

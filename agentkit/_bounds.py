@@ -25,9 +25,10 @@ def max_digits() -> int:
     return sys.get_int_max_str_digits() or sys.maxsize
 
 
-def text_problem(text: str, *, nesting: int = MAX_NESTING) -> str | None:
+def text_problem(text: str, *, nesting: int = MAX_NESTING, named: int = MAX_NESTING) -> str | None:
     """Why `text` may not be parsed (brackets outside JSON strings nested deeper than
-    `nesting`, or a number longer than `max_digits()`), or None."""
+    `nesting`, or a number longer than `max_digits()`), or None. The reason names `named` as
+    the bound (a turn names its arguments' bound, inside the envelope `nesting` counts)."""
     depth = deepest = 0
     digits = max_digits()
     for found in _TOKENS.finditer(text):
@@ -39,7 +40,7 @@ def text_problem(text: str, *, nesting: int = MAX_NESTING) -> str | None:
             depth = max(depth - 1, 0)
         elif mark[0].isdigit() and len(mark) > digits:
             return f"holds a number of {len(mark)} digits; at most {digits} are read"
-    return too_deep(deepest) if deepest > nesting else None
+    return too_deep(deepest, named) if deepest > nesting else None
 
 
 def value_depth(value: Any) -> int:
@@ -62,9 +63,9 @@ def value_depth(value: Any) -> int:
     return deepest
 
 
-def too_deep(depth: int) -> str:
-    """The reason a value `depth` levels deep is refused."""
-    return f"nests {depth} levels of arrays and objects; at most {MAX_NESTING} are read"
+def too_deep(depth: int, most: int = MAX_NESTING) -> str:
+    """The reason a value `depth` levels deep is refused where `most` are read."""
+    return f"nests {depth} levels of arrays and objects; at most {most} are read"
 
 
 class UnreadableTurn(ValueError):

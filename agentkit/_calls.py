@@ -6,11 +6,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
+from ._approvals import idempotency_key
 from ._context import RunContext
 from ._errors import ModelRetry, RunError, ToolArgumentsError, ToolRetriesExceeded, UnreadableResult, log_text
 from ._events import RunUsage, ToolCallRecord
 from ._messages import ToolCall, render_error, render_result
-from ._repeats import ValidCall, reuse_note
+from ._repeats import REUSE_NOTE, ValidCall
 from ._state import RunState
 from ._tool import Tool
 
@@ -33,6 +34,7 @@ async def run_calls(
             tool_name=call.name,
             tool_call_id=call.id,
             usage=state.usage,
+            idempotency_key=idempotency_key(call),
         )
         state.usage = state.usage + RunUsage(tool_runs=1)
         with state.trace.tool_call(call.name, call.id) as span:
@@ -72,10 +74,10 @@ def validated(call: ToolCall, tools: Mapping[str, Tool]) -> ValidCall | ToolCall
 
 
 def tool_feedback(record: ToolCallRecord) -> str:
-    """What the model reads of a call's outcome: its result or its error, with a note where
-    the outcome is an earlier equal call's."""
+    """What the model reads of a call's outcome: its result or its error, opened by a short
+    note where the outcome is an earlier equal call's."""
     if record.reused:
-        return f"{_outcome_feedback(record)}\n{reuse_note(record)}"
+        return f"{REUSE_NOTE} {_outcome_feedback(record)}"
     return _outcome_feedback(record)
 
 

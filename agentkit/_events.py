@@ -98,9 +98,9 @@ class RunResult(Generic[OutputT]):
     `usage` (tokens and tool calls), each tool call made (repeats included), the number of model turns (`steps`),
     and each correction asked for, with the turn that fixed it (`retries`).
 
-    `pending` lists the calls (`PendingCall`: `.id`, `.tool`, typed `.arguments`) that wait for
-    approval where the run stopped before running them; `output` is then None (see
-    `Agent.run`'s `approvals`)."""
+    `pending` lists the calls (`PendingCall`: `.id`, `.tool`, typed `.arguments`, `.shown`,
+    `.approve()`, `.deny(reason)`) that wait for approval where the run stopped before running
+    them; `output` is then None (see `Agent.run`'s `approvals`)."""
 
     output: OutputT
     messages: list[Message]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, with_config
+from pydantic import ConfigDict, StringConstraints, with_config
 from typing_extensions import NotRequired, TypedDict
 
 import pydantic_core
@@ -34,16 +34,20 @@ def call_envelopes(canonical: Envelope) -> tuple[Envelope, ...]:
     return (canonical,) + tuple(e for e in ("fenced", "json") if e != canonical)
 
 
+Content = str | list[Any] | None
+"""A message's content, as a run takes it: a text, OpenAI's list of content parts, or None."""
+
+
 @with_config(ConfigDict(extra="allow"))  # a key of its own (a user's `name`) is kept
 class SystemMessage(TypedDict):
     role: Literal["system"]
-    content: str
+    content: NotRequired[Content]
 
 
 @with_config(ConfigDict(extra="allow"))  # a key of its own (a user's `name`) is kept
 class UserMessage(TypedDict):
     role: Literal["user"]
-    content: str
+    content: NotRequired[Content]
 
 
 class FunctionCall(TypedDict):
@@ -62,16 +66,28 @@ class ToolCallPart(TypedDict):
 @with_config(ConfigDict(extra="allow"))  # a key of its own (a user's `name`) is kept
 class AssistantMessage(TypedDict):
     role: Literal["assistant"]
-    content: str | None
+    content: NotRequired[Content]
     tool_calls: NotRequired[list[ToolCallPart]]
 
 
 @with_config(ConfigDict(extra="allow"))  # a key of its own (a user's `name`) is kept
 class ToolMessage(TypedDict):
+    """A tool's answer; `tool_call_id` names the call it answers (a message without one
+    answers none, as a run takes it)."""
+
     role: Literal["tool"]
-    tool_call_id: str
+    tool_call_id: NotRequired[str]
     name: NotRequired[str]
-    content: str
+    content: NotRequired[Content]
+
+
+@with_config(ConfigDict(extra="allow"))
+class OtherMessage(TypedDict):
+    """A message of any other role a run takes (`developer`, or a template's own): passed on as
+    it is."""
+
+    role: Annotated[str, StringConstraints(min_length=1)]
+    content: NotRequired[Content]
 
 
 Message = dict[str, Any]

@@ -43,16 +43,16 @@ def call_key(call: ValidCall) -> CallKey | None:
     if not call.tool.idempotent:
         return None
     try:
-        return call.call.name, _value_key(call.arguments)
+        return call.call.name, value_key(call.arguments)
     except _Incomparable:
         return None
 
 
 class _Incomparable(Exception):
-    """A value with no equality to key on (unhashable, and of no kind `_value_key` walks)."""
+    """A value with no equality to key on (unhashable, and of no kind `value_key` walks)."""
 
 
-def _value_key(value: Any) -> Hashable:
+def value_key(value: Any) -> Hashable:
     """A hashable stand-in for `value`, equal only for equal values of the same types: models,
     dataclasses, mappings, sequences and sets walked by their fields and items, each scalar
     tagged with its type (so ``1``, ``1.0`` and ``True`` differ, as their JSON does). Raises
@@ -60,17 +60,17 @@ def _value_key(value: Any) -> Hashable:
     if isinstance(value, pydantic.BaseModel):
         fields = {name: getattr(value, name) for name in type(value).model_fields}
         fields.update(value.__pydantic_extra__ or {})
-        return (_type_name(value), _value_key(fields))
+        return (_type_name(value), value_key(fields))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-        return (_type_name(value), _value_key(fields))
+        return (_type_name(value), value_key(fields))
     if isinstance(value, dict):
-        items = [(_value_key(k), _value_key(v)) for k, v in value.items()]
+        items = [(value_key(k), value_key(v)) for k, v in value.items()]
         return ("dict", frozenset(items))
     if isinstance(value, (list, tuple)):
-        return (_type_name(value), tuple(_value_key(v) for v in value))
+        return (_type_name(value), tuple(value_key(v) for v in value))
     if isinstance(value, (set, frozenset)):
-        return (_type_name(value), frozenset(_value_key(v) for v in value))
+        return (_type_name(value), frozenset(value_key(v) for v in value))
     if isinstance(value, float):  # exact, -0.0 apart from 0.0 as in JSON
         return ("float", value.hex())
     if value is None or isinstance(value, (str, int, bytes)):
@@ -94,9 +94,10 @@ ANSWER_NOW = "Answer the question now, from the tool results above, without call
 without it, small models held to text write out the last tool message rather than an answer."""
 
 
-def reuse_note(record: ToolCallRecord) -> str:
-    """What the model reads after the outcome a reused call was given."""
-    return f"(Already answered by call {record.repeat_of}: this is its result again. Use it rather than calling again.)"
+REUSE_NOTE = "Same result as before:"
+"""What opens the outcome a call answered in an earlier turn is given again. Plain and short:
+small models held to an answer write out the last tool message, and an instruction there
+("use it rather than calling again") became their answer; this leaves them the result."""
 
 
 class CallLedger:
@@ -105,7 +106,8 @@ class CallLedger:
     - a call equal to one that succeeded in an earlier turn, or to an earlier call of the same
       turn, is a repeat (`ToolCallRecord.repeat_of` names that call);
     - `"reuse"`: a repeat does not run; it gets the outcome of the call it repeats (in the same
-      turn, that call's outcome once it has run: duplicates in a turn run once);
+      turn, that call's outcome once it has run: duplicates in a turn run once, and
+      `folded` says which are answered by that call's message alone);
     - `"refuse"`: a repeat does not run; it gets a `RepeatedCall` error;
     - `"run"`: a repeat runs like any call (it is still recorded and counted as a repeat).
 
@@ -165,6 +167,14 @@ class CallLedger:
         for i, first in same_as.items():
             records[i] = _reused(valid[i], records[first])
         return [records[i] for i in range(len(calls))]
+
+    @staticmethod
+    def folded(records: Sequence[ToolCallRecord]) -> set[str]:
+        """The ids of `records` (one turn's) that reuse an earlier call of the same turn: such
+        a duplicate is answered once, by that call's tool message, and leaves the turn's
+        stored calls, so a model that wrote one call six times reads one answer."""
+        ids = {r.call.id for r in records}
+        return {r.call.id for r in records if r.reused and r.repeat_of in ids}
 
     def goes_in_circles(self, records: Sequence[ToolCallRecord]) -> bool:
         """Whether one of `records` repeats a call that succeeded (the model asked again for

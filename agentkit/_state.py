@@ -7,14 +7,24 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
-from collections.abc import Awaitable, Iterator
+import inspect
+import secrets
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from grammar import GrammarError
 from runtimes import GrammarIgnored, RuntimeFailure, TokenBudgetExceeded
 
-from ._errors import IncompleteOutput, ModelRequestFailed, RunError, RunTimeout, UnexpectedModelOutput, safe_str
+from ._errors import (
+    CallbackFailed,
+    IncompleteOutput,
+    ModelRequestFailed,
+    RunError,
+    RunTimeout,
+    UnexpectedModelOutput,
+    safe_str,
+)
 from ._events import RetryKind, RetryRecord, RunUsage, ToolCallRecord
 from ._messages import Message, ToolCall
 from ._repeats import CallLedger
@@ -22,6 +32,12 @@ from ._settings import RunSettings
 from ._tracing import RunTrace
 
 T = TypeVar("T")
+
+
+def new_run_id() -> str:
+    """A run's id, which its call ids hold: 8 random hex digits, so that ids (and the
+    idempotency keys made from them) do not repeat across conversations."""
+    return secrets.token_hex(4)
 
 
 @dataclass
@@ -41,7 +57,8 @@ class RunState:
     retries: list[RetryRecord] = field(default_factory=list)
     pending: list[Any] = field(default_factory=list)  # `PendingCall`s where the run stopped for approval
     resumed: list[ToolCall] = field(default_factory=list)  # calls a resumed run was given decisions on
-    approvals: dict[str, Any] = field(default_factory=dict)
+    approvals: dict[str, Any] = field(default_factory=dict)  # their `Approval`s, by call id
+    run_id: str = field(default_factory=lambda: new_run_id())  # in its call ids
     earlier_turns: int = 0  # assistant turns of the conversation the run continues
     trace: RunTrace = field(default_factory=lambda: RunTrace.off())
     timeout: float | None = None  # the run's, in seconds (`deadline` is when it ends)
@@ -76,8 +93,35 @@ class RunState:
             except TimeoutError:
                 if not limit.expired():
                     raise
-                raise RunTimeout(f"the run took longer than its timeout of {self.timeout:g} s",
-                                 **self.context()) from None
+                raise self._timed_out() from None
+
+    def _timed_out(self) -> RunTimeout:
+        return RunTimeout(f"the run took longer than its timeout of {self.timeout:g} s", **self.context())
+
+    async def callback(self, role: str, fn: Callable[..., Any], *args: Any,
+                       passes: tuple[type[BaseException], ...] = ()) -> Any:
+        """`fn(*args)`, a function the run was given beside its tools (`role` names it: the
+        output validator, the approval predicate), awaited where it returns an awaitable, within
+        the deadline: what it raises, but `passes`, becomes a `CallbackFailed` that keeps the
+        messages (a `SystemExit` too: a callback cannot end the process); `KeyboardInterrupt`
+        and cancellation pass through. A sync function that returns past the deadline (no timer
+        fires while it holds the loop) is a `RunTimeout` all the same."""
+
+        async def guarded() -> Any:
+            try:
+                value = fn(*args)
+                if inspect.isawaitable(value):
+                    value = await value
+                return value
+            except BaseException as exc:
+                if isinstance(exc, (*passes, KeyboardInterrupt, asyncio.CancelledError)):
+                    raise
+                raise CallbackFailed(role, exc, **self.context()) from exc
+
+        value = await self.within(guarded())
+        if self.deadline is not None and asyncio.get_running_loop().time() > self.deadline:
+            raise self._timed_out()
+        return value
 
     @contextlib.contextmanager
     def model_errors(self, name: str) -> Iterator[None]:

@@ -3,31 +3,36 @@
     python examples/approval_agent.py ["Send 20 euros to Ann for the concert tickets."]
 
 Runs on the embedded default model. `send_money` is built with `requires_approval=True`, so the
-run stops before running it and lists the call in `result.pending` (typed arguments). The
-conversation is stored as JSON (`messages_to_json`), loaded back (`messages_from_json`) and
-resumed with a decision: approved, the call runs once; a repeat of an approved transfer is
-denied with a reason the model reads. The run forces
-the tool for its first turn (`tool_choice="send_money"`) and uses its own model settings.
+run stops before running it and lists the call in `result.pending`, with the arguments it will
+run with (`call.shown`). The conversation is stored as JSON (`messages_to_json`), loaded back
+(`messages_from_json`) and resumed with a decision bound to the call as shown
+(`call.approve()`, `call.deny(reason)`): approved, the call runs once, with those arguments; a
+repeat of an approved transfer is denied with a reason the model reads. The tool keys each
+transfer by `ctx.idempotency_key`, so a resume that reached it twice would not pay twice. The
+run forces the tool for its first turn (`tool_choice="send_money"`) and uses its own model
+settings.
 """
 
 from __future__ import annotations
 
 import sys
 
-from agentkit import Agent, RunError, messages_from_json, messages_to_json, tool
+from agentkit import Agent, Approval, RunContext, RunError, messages_from_json, messages_to_json, tool
 
-SENT: list[str] = []
+SENT: dict[str, str] = {}  # idempotency key: transfer; in an application, a table with a unique key
 
 
 @tool(requires_approval=True, idempotent=False)
-def send_money(to: str, amount_eur: int) -> str:
+def send_money(to: str, amount_eur: int, ctx: RunContext[None]) -> str:
     """Send money to someone.
 
     Args:
         to: Who receives it, by first name.
         amount_eur: How many euros to send.
     """
-    SENT.append(f"{amount_eur} EUR to {to}")
+    if ctx.idempotency_key in SENT:
+        return "already sent"
+    SENT[ctx.idempotency_key] = f"{amount_eur} EUR to {to}"
     return f"sent {amount_eur} EUR to {to}"
 
 
@@ -43,19 +48,21 @@ def main(request: str) -> None:
         for _ in range(2):  # a small model often asks again: a person decides each time
             if not result.pending:
                 break
-            decisions: dict[str, bool | str] = {}
+            decisions: dict[str, Approval] = {}
             for call in result.pending:
                 key = (call.arguments.to, call.arguments.amount_eur)
-                decisions[call.id] = True if key not in approved else "already sent; do not send it again"
+                decision = call.approve() if key not in approved else call.deny("already sent; do not send it again")
+                decisions[call.id] = decision
                 approved.add(key)
-                print(f"waiting for approval: {call.id} {call.tool}({call.arguments!r}) -> {decisions[call.id]}")
+                verdict = "approved" if decision.approved else f"denied: {decision.reason}"
+                print(f"waiting for approval: {call.id} {call.tool}({call.shown}) -> {verdict}")
             stored = messages_to_json(result.messages)
             print(f"(conversation stored as {len(stored)} characters of JSON, then loaded to resume)")
             result = agent.run_sync(message_history=messages_from_json(stored), approvals=decisions)
         print(f"answer: {result.output.strip()}" if result.output else f"still waiting: {result.pending}")
     except RunError as error:
         print(f"stopped: {type(error).__name__}: {error}")
-    print(f"transfers made: {SENT}")
+    print(f"transfers made: {list(SENT.values())}")
 
 
 if __name__ == "__main__":

@@ -106,7 +106,8 @@ async def test_hermes_envelope() -> None:
     result = await Agent([get_weather], rt).run("Rome?")
     assert result.tool_calls[0].arguments.days == 2
     assert result.messages[1] == {"role": "assistant", "content": text, "tool_calls": [
-        {"id": "call_1_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Rome", "days": 2}'}}
+        {"id": result.tool_calls[0].call.id, "type": "function",
+         "function": {"name": "get_weather", "arguments": '{"city": "Rome", "days": 2}'}}
     ]}
     # the model is shown its turn as it wrote it, without the structured copy of its calls
     assert rt.calls[1].messages[2] == {"role": "assistant", "content": text}
@@ -226,7 +227,7 @@ async def test_a_tool_that_raises_is_reported_to_the_model() -> None:
     [record] = result.tool_calls
     assert isinstance(record.error, ValueError)
     assert result.messages[2] == {
-        "role": "tool", "tool_call_id": "call_1_1", "name": "broken", "content": "Error: ValueError: cannot handle 3"
+        "role": "tool", "tool_call_id": record.call.id, "name": "broken", "content": "Error: ValueError: cannot handle 3"
     }
 
 

@@ -93,9 +93,9 @@ async def test_a_paused_run_resumes_from_loaded_history() -> None:
 @pytest.mark.parametrize("text, where", [
     ("[1", "text"),
     ('{"role": "user"}', "text"),
-    ('[{"role": "bot", "content": "x"}]', "text[0]"),
+    ('[{"role": 3, "content": "x"}]', "text[0]"),
     ('[{"role": "user", "content": 3}]', "text[0]['content']"),
-    ('[{"role": "user", "content": "a"}, {"role": "tool", "content": "x"}]', "text[1]['tool_call_id']"),
+    ('[{"role": "user", "content": "a"}, {"role": "tool", "content": "x", "tool_call_id": 1}]', "text[1]['tool_call_id']"),
     ('[{"role": "assistant", "content": "a", "tool_calls": [{"id": "c"}]}]', "text[0]['tool_calls'][0]['type']"),
 ])
 def test_text_that_is_no_message_list_is_named(text: str, where: str) -> None:

@@ -48,14 +48,13 @@ async def test_duplicates_in_one_turn_run_once() -> None:
     assert runs == ["Paris"]
     first, second = result.tool_calls
     assert (first.repeat_of, first.reused) == (None, False)
-    assert (second.repeat_of, second.reused) == ("call_1_1", True)
+    assert (second.repeat_of, second.reused) == (first.call.id, True)
     assert second.result == first.result == "12 degrees c in Paris"
-    assert second.call.id == "call_1_2"  # the repeat keeps its own call, and its own tool message
+    assert second.call.id != first.call.id  # the repeat keeps its own call in the records
     tool_messages = [m for m in result.messages if m["role"] == "tool"]
-    assert [m["tool_call_id"] for m in tool_messages] == ["call_1_1", "call_1_2"]
+    assert [m["tool_call_id"] for m in tool_messages] == [first.call.id]  # answered once (issue #65)
+    assert [c["id"] for c in result.messages[1]["tool_calls"]] == [first.call.id]
     assert tool_messages[0]["content"] == "12 degrees c in Paris"
-    assert tool_messages[1]["content"].startswith("12 degrees c in Paris\n(Already answered")
-    assert "call_1_1" in tool_messages[1]["content"]
     assert isinstance(result.usage, RunUsage)
     assert (result.usage.tool_runs, result.usage.repeated_calls) == (1, 1)
 
@@ -65,11 +64,10 @@ async def test_a_call_answered_in_an_earlier_turn_is_not_run_again() -> None:
     rt = ScriptedRuntime([PARIS, PARIS_EXPLICIT, PARIS, "12 degrees."])
     result = await Agent([weather_tool(runs)], rt, answer_on_repeat=False).run("Paris?")
     assert runs == ["Paris"]
-    assert [(r.repeat_of, r.reused) for r in result.tool_calls] == [
-        (None, False), ("call_1_1", True), ("call_1_1", True)
-    ]
+    first = result.tool_calls[0].call.id
+    assert [(r.repeat_of, r.reused) for r in result.tool_calls] == [(None, False), (first, True), (first, True)]
     assert all(r.result == "12 degrees c in Paris" for r in result.tool_calls)
-    assert "Already answered" in result.messages[4]["content"]
+    assert result.messages[4]["content"] == "Same result as before: 12 degrees c in Paris"
     assert (result.usage.tool_runs, result.usage.repeated_calls) == (1, 2)
 
 
@@ -100,7 +98,7 @@ async def test_a_call_that_failed_runs_again() -> None:
     failed, retried, repeated = result.tool_calls
     assert isinstance(failed.error, ConnectionError) and failed.repeat_of is None
     assert retried.result == 1 and retried.repeat_of is None
-    assert (repeated.repeat_of, repeated.reused) == ("call_2_1", True)
+    assert (repeated.repeat_of, repeated.reused) == (retried.call.id, True)
 
 
 async def test_repeat_calls_refuse_answers_a_repeat_with_an_error() -> None:
@@ -111,8 +109,8 @@ async def test_repeat_calls_refuse_answers_a_repeat_with_an_error() -> None:
     first, in_turn, next_turn = result.tool_calls
     assert first.ok
     for refused in (in_turn, next_turn):
-        assert isinstance(refused.error, RepeatedCall) and refused.error.original == "call_1_1"
-        assert (refused.repeat_of, refused.reused, refused.result) == ("call_1_1", False, None)
+        assert isinstance(refused.error, RepeatedCall) and refused.error.original == first.call.id
+        assert (refused.repeat_of, refused.reused, refused.result) == (first.call.id, False, None)
     assert result.messages[3]["content"].startswith("Error: RepeatedCall: get_weather was already called")
     assert (result.usage.tool_runs, result.usage.repeated_calls) == (1, 2)
 
@@ -122,10 +120,11 @@ async def test_repeat_calls_run_runs_every_call_and_still_records_repeats() -> N
     rt = ScriptedRuntime([PARIS + "\n" + PARIS, PARIS, "12 degrees."])
     result = await Agent([weather_tool(runs)], rt, repeat_calls="run", answer_on_repeat=False).run("Paris?")
     assert runs == ["Paris"] * 3
+    first = result.tool_calls[0].call.id
     assert [(r.repeat_of, r.reused, r.ok) for r in result.tool_calls] == [
-        (None, False, True), ("call_1_1", False, True), ("call_1_1", False, True)
+        (None, False, True), (first, False, True), (first, False, True)
     ]
-    assert all("Already answered" not in m["content"] for m in result.messages if m["role"] == "tool")
+    assert all("Same result" not in m["content"] for m in result.messages if m["role"] == "tool")
     assert (result.usage.tool_runs, result.usage.repeated_calls) == (3, 2)
 
 
@@ -300,7 +299,7 @@ def test_calls_that_serialise_alike_but_differ_are_not_repeats(fn: Any) -> None:
     result = Agent([tool(fn, name="unlock")], rt).run_sync("open")
     assert UNLOCKED == ["A", "B"]  # the third call repeats the first, and only it
     assert [r.result for r in result.tool_calls] == ["opened with A", "opened with B", "opened with A"]
-    assert [r.repeat_of for r in result.tool_calls] == [None, None, "call_1_1"]
+    assert [r.repeat_of for r in result.tool_calls] == [None, None, result.tool_calls[0].call.id]
 
 
 def test_equal_values_that_the_tool_sees_differently_are_not_repeats() -> None:

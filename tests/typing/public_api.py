@@ -62,7 +62,7 @@ def agent_features(rt: Runtime) -> None:
     retries: list[agentkit.RetryRecord] = paused.retries
     stored: str = agentkit.messages_to_json(paused.messages)
     history: list[agentkit.Message] = agentkit.messages_from_json(stored)
-    done = agent.run_sync(message_history=history, approvals={p.id: True for p in pending})
+    done = agent.run_sync(message_history=history, approvals={p.id: p.approve() for p in pending})
     assert_type(done, RunResult[Person])
     for event in agent.run_stream_sync("Who?", allowed_tools=["get_weather"]):
         if isinstance(event, agentkit.PartialOutput):
