@@ -166,6 +166,7 @@ def parse_turn(
     envelope: Envelope | tuple[Envelope, ...],
     tool_names: set[str],
     step: int,
+    run: str,
     expect_output: bool,
     preamble: bool = False,
 ) -> Turn:
@@ -198,7 +199,7 @@ def parse_turn(
         name, arguments = call["name"], call["arguments"]
         if name not in tool_names:
             raise ValueError(f"call {i + 1} names an unknown tool {name!r}")
-        calls.append(ToolCall(f"call_{step}_{i + 1}", name, arguments))
+        calls.append(ToolCall(f"call_{run}_{step}_{i + 1}", name, arguments))  # the run's id: unique across conversations
     return Turn("calls", text, tuple(calls))
 
 

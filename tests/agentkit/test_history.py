@@ -65,8 +65,9 @@ async def test_a_runs_messages_hold_structured_calls_and_round_trip() -> None:
     assert messages_from_json(messages_to_json(result.messages)) == result.messages
 
 
-async def test_a_run_continued_from_loaded_history_is_the_run_continued_in_memory() -> None:
+async def test_a_run_continued_from_loaded_history_is_the_run_continued_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     first = await Agent([get_weather], ScriptedRuntime([call("get_weather", {"city": "Oslo"}), "21 C."])).run("Oslo?")
+    monkeypatch.setattr("agentkit._state.new_run_id", lambda: "0a1b2c3d")  # both runs' call ids alike
     loaded = messages_from_json(messages_to_json(first.messages))
     follow = [call("get_weather", {"city": "Oslo", "days": 2}), "21 C tomorrow too."]
     outcomes = []
@@ -86,7 +87,8 @@ async def test_a_paused_run_resumes_from_loaded_history() -> None:
     agent = Agent([book], ScriptedRuntime([call("book", {"city": "Rome"}), "Booked."]))
     paused = await agent.run("Book Rome")
     stored = messages_to_json(paused.messages)
-    done = await agent.run(message_history=messages_from_json(stored), approvals={paused.pending[0].id: True})
+    done = await agent.run(message_history=messages_from_json(stored),
+                           approvals={paused.pending[0].id: paused.pending[0].approve()})
     assert done.output == "Booked." and done.tool_calls[0].result == "booked Rome"
 
 
