@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from grammar import Matcher, Vocabulary
+from grammar import GGUFError, Matcher, Vocabulary
 
 from ._batch import common_prefix
 from ._errors import InvalidRequest, RuntimeUnavailable
@@ -40,7 +40,11 @@ class DraftModel:
         self.path = Path(path)
         if not self.path.is_file():
             raise InvalidRequest("draft", f"no draft model file at {self.path}")
-        if Vocabulary.from_gguf(self.path) != vocabulary:
+        try:
+            spelled = Vocabulary.from_gguf(self.path)
+        except GGUFError as exc:
+            raise InvalidRequest("draft", f"{self.path} is not a GGUF model file llama.cpp can load: {exc}") from exc
+        if spelled != vocabulary:
             raise InvalidRequest(
                 "draft", f"{self.path.name} has another vocabulary than the model's: a draft model must "
                 "spell every token id the same way (a smaller model of the same family)"

@@ -157,6 +157,9 @@ class LlamaContext:
         return view
 
     def close(self) -> None:
+        """Free the batch buffer, the context and the model (once; later calls do nothing)."""
+        if self.model is None:
+            return
         self._views.clear()
         lib = self._lib
         lib.llama_batch_free(self._batch)

@@ -90,6 +90,10 @@ def test_a_draft_model_must_share_the_vocabulary(runtime, smollm2_gguf, tmp_path
                    n_threads=1)
     with pytest.raises(InvalidRequest, match="no draft model file"):
         runtime.draft = tmp_path / "missing.gguf"
+    (tmp_path / "text.gguf").write_text("not a model")
+    with pytest.raises(InvalidRequest, match="not a GGUF model file") as caught:
+        runtime.draft = tmp_path / "text.gguf"
+    assert caught.value.argument == "draft" and isinstance(caught.value.__cause__, grammar.GGUFError)
     assert runtime.draft is None
 
 

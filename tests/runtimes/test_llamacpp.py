@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import gc
 import importlib.util
 import json
 import os
+import threading
+import weakref
 
 import jsonschema
 import pytest
@@ -20,7 +23,7 @@ from runtime_cases import SCHEMAS, cases, hostile_listings
 
 import grammar
 import runtimes
-from runtimes import RuntimeUnavailable
+from runtimes import InvalidRequest, RuntimeUnavailable
 from runtimes.llamacpp import LlamaCpp
 
 GENERATIONS = int(os.environ.get("AGENTKIT_MODEL_GENERATIONS", "16"))
@@ -317,3 +320,64 @@ def test_batching_options_that_cannot_work_are_refused(smollm2_gguf, options, me
         pytest.skip("llama-cpp-python is not installed: pip install 'agentkit[llama]'")
     with pytest.raises(ValueError, match=message):
         LlamaCpp(smollm2_gguf, **options)
+
+
+# --- resources: a runtime that fails or is dropped frees its model (issue #65) --------------
+
+
+def resident_mib() -> float:
+    """This process's resident memory."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
+
+
+def needs_llama_and_proc() -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed: pip install 'agentkit[llama]'")
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("resident memory is read from /proc/self/status (Linux)")
+
+
+@pytest.mark.model
+def test_twenty_failed_constructions_free_what_they_loaded(smollm2_gguf, tmp_path):
+    needs_llama_and_proc()
+    not_gguf = tmp_path / "draft.gguf"
+    not_gguf.write_bytes(b"not a GGUF model file " * 64)
+    failures = [({"draft": not_gguf}, InvalidRequest), ({"chat_template": "{% for %}"}, ValueError)]
+
+    def fail(i: int) -> None:
+        options, error = failures[i % 2]
+        with pytest.raises(error) as caught:
+            LlamaCpp(smollm2_gguf, **options)
+        if error is InvalidRequest:
+            assert caught.value.argument == "draft" and isinstance(caught.value.__cause__, grammar.GGUFError)
+        del caught
+        gc.collect()
+
+    fail(0)  # the first load's one-time costs (the library's backend, the long-prompt check) are not counted
+    before = resident_mib()
+    for i in range(20):
+        fail(i)
+    assert resident_mib() - before < 100  # each leaked some 290 MiB before
+
+
+@pytest.mark.model
+def test_a_runtime_dropped_without_aclose_frees_its_model_when_collected(smollm2_gguf):
+    needs_llama_and_proc()
+
+    def used_and_dropped() -> weakref.ref:
+        rt = LlamaCpp(smollm2_gguf, max_batch=2)
+        assert rt.generate_sync(chat("Hi"), max_tokens=2).usage.completion_tokens >= 1
+        for thread in threading.enumerate():  # the decoder thread holds the runtime until it has ended
+            if thread.name == f"{rt.name} decoder":
+                thread.join()
+        return weakref.ref(rt)
+
+    used_and_dropped()
+    gc.collect()
+    before = resident_mib()
+    for _ in range(20):
+        gone = used_and_dropped()
+        gc.collect()
+        assert gone() is None
+    assert resident_mib() - before < 100
