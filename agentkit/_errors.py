@@ -232,8 +232,8 @@ class ModelRetry(AgentkitError):
 
 
 class CallDenied(AgentkitError):
-    """A call that waited for approval and was denied (`approvals={id: False}`, or a reason
-    string): the model reads it as the call's outcome. `reason` is the approver's, or None."""
+    """A call that waited for approval and was denied (`pending.deny(reason)`): the model
+    reads it as the call's outcome. `reason` is the approver's, or None."""
 
     def __init__(self, tool: str, reason: str | None = None):
         self.tool = tool
