@@ -13,6 +13,7 @@ import bisect
 import itertools
 import json
 import math
+import numbers
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -139,10 +140,12 @@ class TokenSpans:
 
     def __init__(self, text: str, scores: Sequence[TokenScore]):
         data = text.encode("utf-8")
+        if not all(isinstance(s, TokenScore) and isinstance(s.bytes, bytes) for s in scores):
+            raise ValueError("the token scores are not TokenScores of bytes")
         if b"".join(s.bytes for s in scores) != data:
             raise ValueError("the token scores do not spell the answer's text")
         self.text = text
-        self.scores = list(scores)
+        self.scores = [checked(i, score) for i, score in enumerate(scores)]
         self._ends = list(itertools.accumulate(len(s.bytes) for s in scores))
         # Byte offset of each character (text with non-ASCII characters only).
         self._bytes = None if text.isascii() else [0, *itertools.accumulate(len(c.encode("utf-8")) for c in text)]
@@ -165,6 +168,31 @@ class TokenSpans:
         start = leaf.start + 1 if leaf.string and leaf.end - leaf.start > 2 else leaf.start
         end = min(leaf.end + (0 if leaf.string else 1), len(self.text))
         return combine(self.over(start, end))
+
+
+# How far above 0 a log-probability (or outside [0, 1] a masked mass) may come out of a runtime's
+# float arithmetic (a logit minus the log-sum) and still be read as rounding, clamped.
+_ROUNDING = 1e-6
+
+
+def checked(index: int, score: TokenScore) -> TokenScore:
+    """`score` with a logprob that is a float of at most 0 and a masked mass in [0, 1] (or
+    None); ValueError where the runtime gave other numbers (a logprob of 1000, NaN), so that
+    no confidence is made of them. A logprob below a float's range is -inf."""
+    logprob, mass = score.logprob, score.masked_mass
+    if isinstance(logprob, bool) or not isinstance(logprob, numbers.Real):
+        raise ValueError(f"token {index}'s logprob is {type(logprob).__name__}, not a number")
+    try:
+        value = float(logprob)
+    except OverflowError:
+        value = -math.inf if logprob < 0 else math.inf
+    if math.isnan(value) or value > _ROUNDING:
+        raise ValueError(f"token {index}'s logprob {value:g} is not a log-probability (a number at most 0)")
+    if mass is not None:
+        if isinstance(mass, bool) or not isinstance(mass, numbers.Real) or not -_ROUNDING <= mass <= 1 + _ROUNDING:
+            raise ValueError(f"token {index}'s masked mass is not a probability (a number from 0 to 1)")
+        mass = min(1.0, max(0.0, float(mass)))
+    return TokenScore(score.bytes, min(0.0, value), mass)
 
 
 def combine(scores: Sequence[TokenScore]) -> FieldConfidence:

@@ -5,6 +5,7 @@ was wrong (``choices[0].message.content: expected a string, got int``), never a 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -74,14 +75,28 @@ def _scores(choice: Any) -> list[TokenScore] | None:
         return None
     scores = []
     for token, logprob, data in pairs:
-        if not isinstance(token, str) or isinstance(logprob, bool) or not isinstance(logprob, (int, float)):
+        value = _log_probability(logprob)
+        if not isinstance(token, str) or value is None:
             return None
         if isinstance(data, list) and all(isinstance(b, int) and 0 <= b < 256 for b in data):
             raw = bytes(data)
         else:
             raw = token.encode("utf-8", "surrogatepass")
-        scores.append(TokenScore(raw, min(0.0, float(logprob)), None))
+        scores.append(TokenScore(raw, value, None))
     return scores
+
+
+def _log_probability(value: Any) -> float | None:
+    """A server's logprob as a float of at most 0 (above 0 is rounding); one past a float's
+    range (JSON allows any number of digits) is its limit, -inf or 0; None where it is no
+    number at all (NaN, a string)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        number = -math.inf if value < 0 else 0.0
+    return None if math.isnan(number) else min(0.0, number)
 
 
 def _chunk(chunk: Any) -> Answer:

@@ -4,6 +4,7 @@ error or a retry, never a hang or a half document passed on as valid."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 import threading
 import time
@@ -443,3 +444,56 @@ async def test_a_stream_with_a_piece_left_unscored_gives_no_scores(serve):
         stream = rt.stream(CHAT, grammar=COUNT, scores=True)
         assert [piece async for piece in stream] == ['{"n":', "12", "}"]
     assert stream.generation.token_scores is None
+
+
+# --- logprobs past a float's range (issue #65): an extra, never a failure ---------------------
+
+FOUR_HUNDRED_DIGITS = "9" * 400
+
+
+def with_raw_logprob(text: str, raw: str) -> str:
+    """An answer whose one token's logprob is the JSON number text `raw`, as a server may write it."""
+    answer = with_logprobs(text, [], {"content": [{"token": text, "logprob": "@", "bytes": list(text.encode())}]})
+    return json.dumps(answer).replace('"@"', raw)
+
+
+@pytest.mark.parametrize("raw, read", [(f"-{FOUR_HUNDRED_DIGITS}", -math.inf), (FOUR_HUNDRED_DIGITS, 0.0),
+                                       ("-1e400", -math.inf), ("NaN", None)])
+async def test_a_logprob_past_a_floats_range_is_its_limit_and_nan_is_no_score(serve, raw, read):
+    server = serve(lambda h, body, hit: reply(h, 200, with_raw_logprob('{"n":42}', raw)))
+    async with runtime(server.url) as rt:
+        gen = await rt.generate(CHAT, grammar=COUNT, max_tokens=20, scores=True)
+    assert gen.text == '{"n":42}'
+    assert (None if gen.token_scores is None else [s.logprob for s in gen.token_scores]) == (
+        None if read is None else [read])
+
+
+async def test_a_streamed_logprob_of_four_hundred_digits_is_no_failure(serve):
+    events = [scored_chunk('{"n":', -0.1).replace(b"-0.1", f"-{FOUR_HUNDRED_DIGITS}".encode()),
+              scored_chunk("1}", -0.5, "stop"), b"data: [DONE]\n\n"]
+    server = serve(stream_events(events))
+    async with runtime(server.url) as rt:
+        stream = rt.stream(CHAT, grammar=COUNT, scores=True)
+        assert "".join([piece async for piece in stream]) == '{"n":1}'
+    assert [s.logprob for s in stream.generation.token_scores] == [-math.inf, -0.5]
+
+
+async def test_extract_with_confidence_reads_a_servers_four_hundred_digit_logprob(serve):
+    from pydantic import BaseModel
+
+    from agentkit import aextract
+
+    class Count(BaseModel):
+        n: int
+
+    server = serve(lambda h, body, hit: reply(h, 200, with_raw_logprob('{"n":42}', f"-{FOUR_HUNDRED_DIGITS}")))
+    async with runtime(server.url) as rt:
+        found = await aextract(Count, "forty-two", runtime=rt, confidence=True)
+    assert found.value == Count(n=42) and found.fields["/n"].probability == 0.0
+
+
+async def test_a_temperature_below_the_greedy_floor_is_sent_as_zero(serve):
+    server = serve(lambda h, body, hit: reply(h, 200, completion('{"n":1}')))
+    async with runtime(server.url) as rt:
+        await rt.generate(CHAT, grammar=COUNT, temperature=1e-308)
+    assert server.bodies[0]["temperature"] == 0.0
