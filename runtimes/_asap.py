@@ -23,14 +23,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# The most prefixes one request's tree keeps; past it new prefixes are sampled as masked
-# sampling would (an estimate of 1), which keeps the estimates above them sound.
-MAX_NODES = 200_000
+# The most prefixes a runtime's trees keep in all (some 330 bytes each: about 33 MiB). A new
+# prefix past it drops the trees used least recently; where the sample's own tree holds them all,
+# the sample leaves the tree there: below, it is sampled as masked sampling would (an estimate of
+# 1), which keeps the estimates above it sound.
+MAX_NODES = 100_000
 # The most requests whose trees a runtime keeps (least recently used dropped first).
 MAX_TREES = 32
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     """One sampled prefix: `p`, the model's probability of its last token after its parent;
     `allowed`, the model's mass on the tokens the grammar allows after it (None until a row was
@@ -43,29 +45,57 @@ class Node:
 
 
 class Tree:
-    """The estimates of one request (prompt, grammar and temperature)."""
+    """The estimates of one request (prompt, grammar and temperature), kept in `owner`."""
 
-    def __init__(self) -> None:
+    def __init__(self, owner: "Trees", key: tuple) -> None:
+        self.owner = owner
+        self.key = key
         self.root = Node()
         self.nodes = 1
+        self.dropped = False  # left out of its owner's trees: it grows no more
+
+    def grow(self) -> bool:
+        """Whether a new prefix may be added (counted if so): see `MAX_NODES`."""
+        return self.owner.grow(self)
 
 
 class Trees:
-    """A runtime's trees, by request, least recently used dropped past `MAX_TREES`."""
+    """A runtime's trees, by request: at most `MAX_TREES` of them and `MAX_NODES` prefixes in
+    all, the least recently used dropped first."""
 
     def __init__(self) -> None:
         self._trees: OrderedDict[tuple, Tree] = OrderedDict()
-        self._lock = threading.Lock()  # requests are prepared on worker threads
+        self._lock = threading.Lock()  # requests are prepared on worker threads, grown on the decoder's
+        self.nodes = 0  # prefixes in all the trees kept
 
     def get(self, key: tuple) -> Tree:
         with self._lock:
             tree = self._trees.get(key)
             if tree is None:
-                tree = self._trees[key] = Tree()
-                while len(self._trees) > MAX_TREES:
-                    self._trees.popitem(last=False)
+                tree = self._trees[key] = Tree(self, key)
+                self.nodes += tree.nodes
+                while len(self._trees) > MAX_TREES or self.nodes > MAX_NODES:
+                    self._drop(next(iter(self._trees.values())))
             self._trees.move_to_end(key)
             return tree
+
+    def grow(self, tree: Tree) -> bool:
+        with self._lock:
+            while not tree.dropped and self.nodes >= MAX_NODES:
+                oldest = next(iter(self._trees.values()))
+                if oldest is tree:
+                    return False  # it holds the whole budget
+                self._drop(oldest)
+            if tree.dropped:
+                return False
+            tree.nodes += 1
+            self.nodes += 1
+            return True
+
+    def _drop(self, tree: Tree) -> None:
+        del self._trees[tree.key]
+        tree.dropped = True
+        self.nodes -= tree.nodes
 
 
 class Walk:
@@ -106,11 +136,10 @@ class Walk:
         node = self.path[-1]
         child = node.children.get(token)
         if child is None:
-            if self.tree.nodes >= MAX_NODES:
+            if not self.tree.grow():
                 self.left = True
                 return
             child = node.children[token] = Node(p=float(math.exp(scaled[token] - log_total)))
-            self.tree.nodes += 1
         self.path.append(child)
 
     def finished(self) -> None:

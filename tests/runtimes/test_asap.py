@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import tracemalloc
 import zlib
 from collections import Counter, defaultdict
 
@@ -13,7 +14,9 @@ import numpy as np
 import pytest
 
 import grammar
+import runtimes._asap
 from runtimes import InvalidRequest, OpenAICompatible
+from runtimes._asap import MAX_NODES, Trees, Walk
 from runtimes.testing import GreedyTokenizer, RandomRuntime, render_plain
 
 PROMPT = "Pick one."
@@ -127,3 +130,51 @@ async def _healed_samples(rt: RandomRuntime, g: grammar.Grammar, n: int) -> list
         assert generation.healed
         out.append(generation.text)
     return out
+
+
+# --- memory (issue #65: the documented bounds came to some 1.6 GiB) ----------------------------
+
+
+def test_the_trees_of_many_requests_hold_at_most_max_nodes_in_some_tens_of_mib():
+    """Random walks through 40 requests' trees, 5,000 new prefixes each: past `MAX_NODES` in
+    all, the least recently used trees go, and the memory they hold stays bounded."""
+    rng = np.random.default_rng(0)
+    width = 256
+    allowed = np.arange(width)
+    trees = Trees()
+    kept = []  # the prefixes all the trees hold, after each request
+    tracemalloc.start()
+    try:
+        for request in range(40):
+            tree = trees.get(("request", request))
+            made = 0
+            while made < 5_000:
+                walk = Walk(tree, 1.0)
+                for token in rng.integers(0, width, size=50).tolist():
+                    raw = np.zeros(width)
+                    walk.reweight(raw, allowed, raw.copy())
+                    before = tree.nodes
+                    walk.took(token)
+                    made += tree.nodes - before
+                walk.finished()
+                if walk.left:
+                    break
+            kept.append(sum(t.nodes for t in trees._trees.values()))
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 48 * 2**20  # MAX_NODES of some 330 bytes
+    assert max(kept) <= MAX_NODES and kept[-1] == trees.nodes and len(trees._trees) < 40
+
+
+def test_a_tree_that_holds_the_whole_budget_leaves_its_samples_masked(monkeypatch):
+    monkeypatch.setattr(runtimes._asap, "MAX_NODES", 40)
+    g = grammar.from_regex("[a-e]{3,6}")
+    rt = RandomRuntime(seed=5, scale=3.0)
+    first = asyncio.run(_samples(rt, g, 20, "asap"))
+    [tree] = rt._asap._trees.values()
+    assert rt._asap.nodes == tree.nodes == 40  # full: later samples leave it where it ends
+    other = asyncio.run(rt.generate("Another.", grammar=g, temperature=1.0, seed=1, sampling="asap"))
+    assert all(g.accepts(t) for t in [*first, other.text])
+    assert tree.dropped and tree not in rt._asap._trees.values()  # it gave its room to the newer request
+    assert rt._asap.nodes == sum(t.nodes for t in rt._asap._trees.values()) <= 40
