@@ -15,13 +15,11 @@ and validates; what the grammar cannot enforce is checked after decoding and rep
 field in `tool.constraints`.
 """
 
-from importlib.metadata import PackageNotFoundError as _NotInstalled
-from importlib.metadata import version as _distribution_version
 
-from ._agent import JSON_LIST_NOTE, Agent, ToolPrompt
-from ._approvals import Approval, ApprovalPredicate, PendingCall
-from ._confidence import Extraction, FieldConfidence
-from ._constraints import Constraints, FieldConstraints
+from ._loop.agent import JSON_LIST_NOTE, Agent, ToolPrompt
+from ._loop.approvals import Approval, ApprovalPredicate, PendingCall
+from ._outputs.confidence import Extraction, FieldConfidence
+from ._tools.constraints import Constraints, FieldConstraints
 from ._context import RunContext
 from ._errors import (
     AgentkitError,
@@ -51,7 +49,7 @@ from ._errors import (
     ValidationFailed,
     Violation,
 )
-from ._events import (
+from ._outputs.events import (
     Event,
     FinalResult,
     PartialOutput,
@@ -63,18 +61,15 @@ from ._events import (
     ToolCallRecord,
     ToolResultEvent,
 )
-from ._extract import aextract, extract
-from ._history import messages_from_json, messages_to_json
-from ._stream import stream_extract, stream_extract_sync
+from ._outputs.extract import aextract, extract
+from ._loop.history import messages_from_json, messages_to_json
+from ._outputs.stream import stream_extract, stream_extract_sync
 from ._messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolCallPart, ToolMessage, UserMessage
-from ._repeats import RepeatCalls
-from ._settings import ModelSettings
-from ._tool import Tool, tool
+from ._loop.repeats import RepeatCalls
+from ._loop.settings import ModelSettings
+from ._tools.tool import Tool, tool
+from ._version import VERSION as __version__
 
-try:  # the installed distribution's version; a checkout that was never installed has none
-    __version__ = _distribution_version("agentkit")
-except _NotInstalled:
-    __version__ = "0+unknown"
 
 __all__ = [
     "__version__",

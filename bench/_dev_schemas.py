@@ -9,7 +9,7 @@ import copy
 import json
 
 import grammar
-from agentkit._schema import close_open_objects
+from agentkit._tools.schema import close_open_objects
 from bench.coverage import canonical, corpus_dir, dev_ids, jsonl, oracle, oracle_valid
 
 SUBSETS = ("Github_easy", "Github_medium", "Github_hard", "Github_trivial", "Github_ultra", "JsonSchemaStore",

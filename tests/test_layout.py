@@ -5,6 +5,7 @@ nothing above `grammar` reaches into its private modules (bench goes through `gr
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,82 @@ def test_nothing_above_grammar_imports_its_private_modules(package):
             reaching += [f"{name}: {n}" for n in names if n.startswith("grammar._")]
     assert not reaching, "private grammar modules imported (use grammar's public names or grammar.testing): " \
         + ", ".join(reaching)
+
+
+# agentkit's stages, from the top down; a module imports only its own stage and those below.
+AGENTKIT_STAGES = ("agentkit._loop", "agentkit._outputs", "agentkit._tools")
+AGENTKIT_FACES = {"agentkit", "agentkit.mcp"}
+
+
+def _agentkit_stage(name: str) -> int:
+    """A module's stage: 0 the loop, 1 outputs, 2 tools' schemas, 3 the shared modules."""
+    return next((i for i, room in enumerate(AGENTKIT_STAGES) if name == room or name.startswith(room + ".")),
+                len(AGENTKIT_STAGES))
+
+
+def _every_import(name: str, path: Path, known: set[str]) -> set[str]:
+    """Every module of the package `name` imports, at import time or inside a function."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for item in ast.walk(ast.parse(path.read_text())):
+        if isinstance(item, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - (item.level - 1)] if item.level else []
+            target = ".".join(base + ([item.module] if item.module else []))
+            candidates = [target] + [f"{target}.{a.name}" for a in item.names]
+        elif isinstance(item, ast.Import):
+            candidates = [a.name for a in item.names]
+        else:
+            continue
+        found.update(c for c in candidates if c in known and c != name)
+    return found
+
+
+def test_agentkits_stages_import_one_way_and_never_its_faces():
+    """The loop → outputs → tools' schemas → shared modules; no private module reaches back to
+    a face (`agentkit`, `agentkit.mcp`), so a face can import anything without a circle."""
+    modules = _modules("agentkit")
+    wrong = []
+    for name, path in modules.items():
+        if name in AGENTKIT_FACES or name.startswith("agentkit.mcp."):
+            continue
+        for target in _every_import(name, path, set(modules)):
+            if target in AGENTKIT_FACES:
+                wrong.append(f"{name} imports the face {target}")
+            elif _agentkit_stage(target) < _agentkit_stage(name):
+                wrong.append(f"{name} imports {target}, a stage above it")
+    assert not wrong, "; ".join(sorted(wrong))
+
+
+def test_agentkits_top_level_holds_its_faces_rooms_and_shared_modules():
+    top = {p.name for p in (REPO / "agentkit").iterdir() if p.suffix == ".py" or (p.is_dir() and p.name != "__pycache__")}
+    rooms = {room.split(".")[1] for room in AGENTKIT_STAGES}
+    shared = {"_errors.py", "_bounds.py", "_context.py", "_inputs.py", "_runtime.py", "_sync.py", "_messages.py", "_version.py"}
+    assert top - rooms - shared - {"__init__.py", "mcp"} == set(), "a module at agentkit's top level belongs in a room"
+
+
+def _layout_section(package: str) -> str:
+    """The part of docs/layout.md under the package's own heading (`## package: ...`)."""
+    text = (REPO / "docs" / "layout.md").read_text()
+    start = text.index(f"\n## {package}")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_layout_doc_names_every_module_and_room(package):
+    """docs/layout.md stays true to the tree: every private module and room of the three
+    packages is named under the package's heading (as `name` or `room/`), and every room it
+    names there exists."""
+    text = _layout_section(package)
+    named = set(re.findall(r"`([A-Za-z_][\w.]*)/?`", text)) | set(re.findall(r"`(_\w+)/", text))
+    missing = []
+    for path in sorted((REPO / package).rglob("*.py")):
+        rel = path.relative_to(REPO / package)
+        parts = [p for p in rel.with_suffix("").parts if p != "__init__"]
+        if not parts or parts[-1] == "py":
+            continue
+        if parts[-1] not in named and parts[-1].lstrip("_") not in named:
+            missing.append("/".join(parts))
+    assert not missing, f"{package} modules docs/layout.md does not name: {missing}"
+    for room in set(re.findall(r"`(_[a-z_]+)/", text)):
+        assert (REPO / package / room).is_dir(), f"docs/layout.md names {package}'s {room}/, which is no folder"

@@ -74,7 +74,7 @@ def test_iri_formats_are_still_checked_after_decoding() -> None:
     """The parser is built at the first IRI check, which answers as rfc3987-syntax does; from
     then on the package is the real one in `sys.modules`."""
     code = (
-        "import sys, agentkit._validator as v\n"
+        "import sys, agentkit._tools.validator as v\n"
         "check = v.SchemaValidator({'type': 'string', 'format': 'iri'})\n"
         "print(bool(check.problems('http://ex.ample/ü')), bool(check.problems('not an iri')))\n"
         "import rfc3987_syntax\n"

@@ -18,7 +18,7 @@ from .._context import RunContext
 from ._connection import Connection, http_transport, stdio_transport
 from ._errors import MCPConnectError, MCPProtocolError, MCPServerLost, MCPToolError, MCPToolNameCollision
 from ._results import content_text, result_value
-from .._tool import Tool
+from .._tools.tool import Tool
 
 MAX_TOOL_PAGES = 100
 """Pages of `tools/list` read at most: a server whose cursor never ends cannot hang a listing."""

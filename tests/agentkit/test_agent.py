@@ -117,7 +117,7 @@ async def test_the_default_tool_prompt_asks_for_a_list_of_calls_and_takes_one() 
     """`tool_prompt="json_list"` (the default): the template shows the tools, the model is sent
     a note asking for every call in one JSON list (joined to the system message, kept out of
     the conversation), and a bare list of calls is the turn's calls."""
-    from agentkit._agent import JSON_LIST_NOTE
+    from agentkit._loop.agent import JSON_LIST_NOTE
 
     listed = "[" + call("get_weather", '{"city":"Rome"}') + ", " + call("get_weather", '{"city":"Oslo"}') + "]"
     rt = ScriptedRuntime([listed, "Both sunny."])

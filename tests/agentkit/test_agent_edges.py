@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agentkit import Agent, InvalidArgument, tool
-from agentkit import _tracing
+from agentkit._loop import tracing as _tracing
 from runtimes.testing import ScriptedRuntime
 
 

@@ -24,12 +24,12 @@ from agentkit import (
     InvalidArgument,
     PendingCall,
     RunContext,
-    _agent,
     messages_from_json,
     messages_to_json,
     tool,
 )
-from agentkit._approvals import ResumedCalls
+from agentkit._loop import agent as _agent
+from agentkit._loop.approvals import ResumedCalls
 from runtimes.testing import ScriptedRuntime
 
 RUNS: collections.Counter[str] = collections.Counter()

@@ -239,7 +239,7 @@ async def test_the_default_run_is_one_turn_of_the_default_agent(corpus: Path) ->
     agent sends (the template's tools, the default tool prompt's note) and held, on the
     constrained run, to the agent's turn grammar; a JSON list of the expected calls is right
     both ways, and nothing runs."""
-    from agentkit._agent import JSON_LIST_NOTE
+    from agentkit._loop.agent import JSON_LIST_NOTE
     from bench.bfcl import agent_turn
     from runtimes.testing import ScriptedRuntime
 

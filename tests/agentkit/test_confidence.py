@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from agentkit import Agent, Extraction, FieldConfidence, IncompleteOutput, InvalidArgument, extract, tool
-from agentkit._confidence import TokenSpans, json_leaves
+from agentkit._outputs.confidence import TokenSpans, json_leaves
 from runtimes import Generation, TokenScore, Usage
 from runtimes.testing import RandomRuntime, ScriptedRuntime
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 import grammar
 from agentkit import ToolArgumentsError, tool
 from agentkit._errors import OutputValidationError
-from agentkit._output import OutputSpec
+from agentkit._outputs.output import OutputSpec
 from runtimes.testing import RandomRuntime
 
 

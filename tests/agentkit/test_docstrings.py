@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentkit._docstrings import parse_docstring
+from agentkit._tools.docstrings import parse_docstring
 
 GOOGLE = '''Get the weather.
 

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from agentkit import Extraction, extract
-from agentkit._confidence import json_leaves
+from agentkit._outputs.confidence import json_leaves
 from runtimes import Generation, TokenScore, Usage
 from runtimes.testing import RandomRuntime, ScriptedRuntime
 

@@ -67,7 +67,7 @@ async def test_a_runs_messages_hold_structured_calls_and_round_trip() -> None:
 
 async def test_a_run_continued_from_loaded_history_is_the_run_continued_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     first = await Agent([get_weather], ScriptedRuntime([call("get_weather", {"city": "Oslo"}), "21 C."])).run("Oslo?")
-    monkeypatch.setattr("agentkit._state.new_run_id", lambda: "0a1b2c3d")  # both runs' call ids alike
+    monkeypatch.setattr("agentkit._loop.state.new_run_id", lambda: "0a1b2c3d")  # both runs' call ids alike
     loaded = messages_from_json(messages_to_json(first.messages))
     follow = [call("get_weather", {"city": "Oslo", "days": 2}), "21 C tomorrow too."]
     outcomes = []

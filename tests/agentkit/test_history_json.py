@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from agentkit import Agent, InvalidArgument, messages_from_json, messages_to_json
 from agentkit._bounds import MAX_NESTING
-from agentkit._history import HISTORY_NESTING
+from agentkit._loop.history import HISTORY_NESTING
 from agentkit._inputs import check_prompt
 from runtimes.testing import ScriptedRuntime
 

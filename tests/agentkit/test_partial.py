@@ -23,7 +23,7 @@ from agentkit import (
     stream_extract_sync,
     tool,
 )
-from agentkit._partial import NO_VALUE, PartialJSON, consistent
+from agentkit._outputs.partial import NO_VALUE, PartialJSON, consistent
 from runtimes.testing import RandomRuntime, ScriptedRuntime
 
 def partial_value(text: str) -> Any:

@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel, Field, PlainSerializer
 
 from agentkit import Agent, RepeatedCall, RunUsage, StepLimitExceeded, Tool, ToolResultEvent, tool
-from agentkit._repeats import ANSWER_NOW
+from agentkit._loop.repeats import ANSWER_NOW
 from runtimes.testing import ScriptedRuntime
 
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from agentkit import Agent, OutputValidationError, PartialOutput, extract, stream_extract, stream_extract_sync
 from agentkit._bounds import MAX_NESTING, value_depth
-from agentkit._partial import COPY_PER_CHARACTER, NO_VALUE, Partials, PartialJSON, consistent
+from agentkit._outputs.partial import COPY_PER_CHARACTER, NO_VALUE, Partials, PartialJSON, consistent
 from runtimes import Generation, Usage
 from runtimes.testing import ScriptedRuntime
 

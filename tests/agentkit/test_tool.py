@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from agentkit import RunContext, Tool, ToolArgumentsError, ToolDefinitionError, ToolTimeout, tool
-from agentkit._types import prepare
+from agentkit._tools.types import prepare
 
 
 class Color(enum.Enum):

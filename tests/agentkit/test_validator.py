@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentkit._validator import SchemaValidator
+from agentkit._tools.validator import SchemaValidator
 
 DRAFTS = {
     "draft2020-12": (jsonschema.Draft202012Validator, None),

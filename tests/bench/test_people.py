@@ -4,7 +4,7 @@ one) and as the pydantic model `extract` takes: both must hold the model to one 
 from __future__ import annotations
 
 import grammar
-from agentkit._extract import output_spec
+from agentkit._outputs.extract import output_spec
 from bench._people import SCHEMA, Person
 
 

@@ -7,11 +7,11 @@ from typing import Any
 
 from runtimes import Runtime, Usage
 
-from ._extract import check_ending, extraction_messages, output_spec, runtime_errors
-from ._inputs import check_generation_settings, check_runtime, check_text
-from ._partial import NO_VALUE, Partials
-from ._runtime import resolve_runtime
-from ._sync import iterate_to_end
+from .extract import check_ending, extraction_messages, output_spec, runtime_errors
+from .._inputs import check_generation_settings, check_runtime, check_text
+from .partial import NO_VALUE, Partials
+from .._runtime import resolve_runtime
+from .._sync import iterate_to_end
 
 async def stream_extract(
     output_type: Any,

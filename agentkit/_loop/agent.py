@@ -16,7 +16,7 @@ from typing_extensions import TypeVar
 from grammar import Grammar, ReasoningSpan
 from runtimes import Generation, Runtime, checks, tool_instructions
 
-from ._approvals import (
+from .approvals import (
     RESUMED,
     Approval,
     ApprovalPredicate,
@@ -25,10 +25,10 @@ from ._approvals import (
     pending_call,
     waiting_calls,
 )
-from ._bounds import UnreadableTurn
-from ._confidence import call_argument_confidences
-from ._calls import count_failures, run_calls, tool_feedback, validated
-from ._errors import (
+from .._bounds import UnreadableTurn
+from .._outputs.confidence import call_argument_confidences
+from .calls import count_failures, run_calls, tool_feedback, validated
+from .._errors import (
     CallDenied,
     IncompleteOutput,
     InvalidArgument,
@@ -40,7 +40,7 @@ from ._errors import (
     UnreadableOutput,
     log_text,
 )
-from ._events import (
+from .._outputs.events import (
     Event,
     FinalResult,
     PartialOutput,
@@ -51,7 +51,7 @@ from ._events import (
     ToolCallRecord,
     ToolResultEvent,
 )
-from ._inputs import (
+from .._inputs import (
     as_argument_error,
     check_agent_settings,
     check_generation_settings,
@@ -59,7 +59,7 @@ from ._inputs import (
     check_text,
     check_tool_item,
 )
-from ._messages import (
+from .._messages import (
     Envelope,
     Message,
     Turn,
@@ -71,16 +71,16 @@ from ._messages import (
     parse_turn,
     tool_message,
 )
-from ._partial import PartialOutputs
-from ._output import OutputSpec, OutputValidator, correction
-from ._repeats import ANSWER_NOW, REPEAT_CALLS, CallLedger, RepeatCalls, ValidCall
-from ._settings import ModelSettings, RunSettings, check_model_settings, check_tool_choice, run_tools
-from ._runtime import budget_reached, model_written_calls, resolve_runtime
-from ._state import RunState
-from ._sync import iterate_to_end, run_to_end
-from ._tracing import RunTrace
-from ._tool import Tool, tool
-from ._turns import TurnGrammars, TurnKind, preamble
+from .._outputs.partial import PartialOutputs
+from .._outputs.output import OutputSpec, OutputValidator, correction
+from .repeats import ANSWER_NOW, REPEAT_CALLS, CallLedger, RepeatCalls, ValidCall
+from .settings import ModelSettings, RunSettings, check_model_settings, check_tool_choice, run_tools
+from .._runtime import budget_reached, model_written_calls, resolve_runtime
+from .state import RunState
+from .._sync import iterate_to_end, run_to_end
+from .tracing import RunTrace
+from .._tools.tool import Tool, tool
+from .turns import TurnGrammars, TurnKind, preamble
 
 ToolPrompt = Literal["json_list", "template", "python"]
 TOOL_PROMPTS: tuple[ToolPrompt, ...] = ("json_list", "template", "python")

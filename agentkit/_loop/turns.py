@@ -9,9 +9,9 @@ from typing import Literal
 import grammar
 from grammar import Grammar, ReasoningSpan
 
-from ._messages import CALL_WHITESPACE, Envelope
-from ._output import OutputSpec
-from ._tool import Tool
+from .._messages import CALL_WHITESPACE, Envelope
+from .._outputs.output import OutputSpec
+from .._tools.tool import Tool
 
 TurnKind = Literal["calls", "calls_or_answer", "answer"]
 """What a model turn may be: tool calls only, tool calls or the final answer, the answer only."""

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import _deferred_iri
+from . import deferred_iri as _deferred_iri
 
 _deferred_iri.defer()  # before jsonschema's format checkers are imported
 
@@ -21,7 +21,7 @@ from jsonschema import Draft3Validator, Draft202012Validator, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend, validator_for
 
-from ._schema import escape, pointer, subschemas
+from .schema import escape, pointer, subschemas
 
 SPEC_FORMATS = frozenset({
     "date", "time", "date-time", "duration", "uuid", "ipv4", "ipv6", "email", "idn-email",

@@ -8,8 +8,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 from runtimes import Usage
 
-from ._confidence import FieldConfidence
-from ._messages import Message, ToolCall
+from .confidence import FieldConfidence
+from .._messages import Message, ToolCall
 
 OutputT = TypeVar("OutputT")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterator
 
-from ._pydantic_schema import json_schema_of
+from .pydantic_schema import json_schema_of
 
 _MAP_KEYWORDS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _LIST_KEYWORDS = ("prefixItems", "allOf", "anyOf", "oneOf")

@@ -13,12 +13,12 @@ import pydantic
 import grammar
 from grammar import CompileError, Grammar
 
-from ._bounds import text_problem
-from ._constraints import Constraints, report
-from ._errors import ModelRetry, OutputValidationError, ToolDefinitionError, Violation, pydantic_violations
-from ._schema import schema_for_type
-from ._types import UnsupportedType, prepare
-from ._validator import SchemaValidator
+from .._bounds import text_problem
+from .._tools.constraints import Constraints, report
+from .._errors import ModelRetry, OutputValidationError, ToolDefinitionError, Violation, pydantic_violations
+from .._tools.schema import schema_for_type
+from .._tools.types import UnsupportedType, prepare
+from .._tools.validator import SchemaValidator
 
 T = TypeVar("T")
 

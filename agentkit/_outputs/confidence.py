@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from runtimes import Generation, TokenScore
 
-from ._schema import escape
+from .._tools.schema import escape
 
 T = TypeVar("T")
 

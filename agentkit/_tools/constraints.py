@@ -9,8 +9,8 @@ from typing import Any
 
 from grammar import Grammar
 
-from ._schema import escape, resolve_local
-from ._validator import field_path
+from .schema import escape, resolve_local
+from .validator import field_path
 
 ASSERTIONS = (
     "type", "enum", "const", "multipleOf", "minimum", "exclusiveMinimum", "maximum",

@@ -27,11 +27,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._bounds import MAX_NESTING, text_problem, too_deep, value_depth
-from ._confidence import FieldConfidence
-from ._errors import ApprovalMismatch, CallAlreadyResumed, InvalidArgument
-from ._messages import Message, ToolCall
-from ._repeats import ValidCall, value_key
+from .._bounds import MAX_NESTING, text_problem, too_deep, value_depth
+from .._outputs.confidence import FieldConfidence
+from .._errors import ApprovalMismatch, CallAlreadyResumed, InvalidArgument
+from .._messages import Message, ToolCall
+from .repeats import ValidCall, value_key
 
 AWAITS_APPROVAL = "awaits_approval"
 """The key that marks a stored call (an item of an assistant message's `tool_calls`) as waiting."""

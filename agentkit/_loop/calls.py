@@ -6,14 +6,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from ._approvals import idempotency_key
-from ._context import RunContext
-from ._errors import ModelRetry, RunError, ToolArgumentsError, ToolRetriesExceeded, UnreadableResult, log_text
-from ._events import RunUsage, ToolCallRecord
-from ._messages import ToolCall, render_error, render_result
-from ._repeats import REUSE_NOTE, ValidCall
-from ._state import RunState
-from ._tool import Tool
+from .approvals import idempotency_key
+from .._context import RunContext
+from .._errors import ModelRetry, RunError, ToolArgumentsError, ToolRetriesExceeded, UnreadableResult, log_text
+from .._outputs.events import RunUsage, ToolCallRecord
+from .._messages import ToolCall, render_error, render_result
+from .repeats import REUSE_NOTE, ValidCall
+from .state import RunState
+from .._tools.tool import Tool
 
 logger = logging.getLogger("agentkit")
 

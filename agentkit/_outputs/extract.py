@@ -13,8 +13,8 @@ from typing import Any, Literal, TypeVar, overload
 from grammar import GrammarError
 from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, Usage, checks
 
-from ._confidence import Extraction, field_confidences, no_scores_reason
-from ._errors import (
+from .confidence import Extraction, field_confidences, no_scores_reason
+from .._errors import (
     IncompleteOutput,
     InvalidArgument,
     ModelRequestFailed,
@@ -23,10 +23,10 @@ from ._errors import (
     UnexpectedModelOutput,
     safe_str,
 )
-from ._events import RetryRecord
-from ._inputs import as_argument_error, check_generation_settings, check_runtime, check_text
-from ._output import OutputSpec, OutputValidator, apply_validator, correction
-from ._runtime import budget_reached, resolve_runtime
+from .events import RetryRecord
+from .._inputs import as_argument_error, check_generation_settings, check_runtime, check_text
+from .output import OutputSpec, OutputValidator, apply_validator, correction
+from .._runtime import budget_reached, resolve_runtime
 
 T = TypeVar("T")
 logger = logging.getLogger("agentkit")

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from grammar import GrammarError
 from runtimes import GrammarIgnored, RuntimeFailure, TokenBudgetExceeded
 
-from ._errors import (
+from .._errors import (
     CallbackFailed,
     IncompleteOutput,
     ModelRequestFailed,
@@ -25,11 +25,11 @@ from ._errors import (
     UnexpectedModelOutput,
     safe_str,
 )
-from ._events import RetryKind, RetryRecord, RunUsage, ToolCallRecord
-from ._messages import Message, ToolCall
-from ._repeats import CallLedger
-from ._settings import RunSettings
-from ._tracing import RunTrace
+from .._outputs.events import RetryKind, RetryRecord, RunUsage, ToolCallRecord
+from .._messages import Message, ToolCall
+from .repeats import CallLedger
+from .settings import RunSettings
+from .tracing import RunTrace
 
 T = TypeVar("T")
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from runtimes import Generation, Runtime
 
-from ._errors import log_text, safe_str
+from .._errors import log_text, safe_str
+from .._version import VERSION
 
 logger = logging.getLogger("agentkit")
 _UNSET: Any = object()
@@ -39,12 +40,6 @@ def _otel() -> Any:
     return _trace
 
 
-def _version() -> str:
-    from . import __version__
-
-    return __version__
-
-
 class RunTrace:
     """The spans of one run; each method does nothing where tracing is off."""
 
@@ -56,7 +51,7 @@ class RunTrace:
         self._context: Any = None
         if trace is None:
             return
-        self._tracer = (provider or trace.get_tracer_provider()).get_tracer("agentkit", _version())
+        self._tracer = (provider or trace.get_tracer_provider()).get_tracer("agentkit", VERSION)
         self._span = self._tracer.start_span("invoke_agent agentkit", attributes={
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": "agentkit",

@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 import pydantic
 
-from ._errors import RepeatedCall, safe_str
-from ._events import ToolCallRecord
-from ._messages import ToolCall
-from ._tool import Tool
+from .._errors import RepeatedCall, safe_str
+from .._outputs.events import ToolCallRecord
+from .._messages import ToolCall
+from .._tools.tool import Tool
 
 RepeatCalls = Literal["reuse", "run", "refuse"]
 REPEAT_CALLS: tuple[RepeatCalls, ...] = ("reuse", "run", "refuse")

@@ -25,8 +25,8 @@ from typing import Any
 
 from grammar import ReasoningSpan
 
-from ._bounds import MAX_NESTING, max_digits, too_deep
-from ._events import PartialOutput
+from .._bounds import MAX_NESTING, max_digits, too_deep
+from .events import PartialOutput
 
 NO_VALUE: Any = object()
 """The partial value of a prefix that holds nothing certain yet."""

@@ -22,15 +22,15 @@ from pydantic.fields import FieldInfo
 import grammar
 from grammar import CompileError, Grammar, ToolSchema
 
-from ._bounds import MAX_NESTING, text_problem, too_deep, value_depth
-from ._constraints import Constraints, report
-from ._context import RunContext, is_context_type
-from ._docstrings import parse_docstring
-from ._errors import ToolAborted, ToolArgumentsError, ToolDefinitionError, ToolTimeout, Violation, pydantic_violations
-from ._pydantic_schema import json_schema_of
-from ._schema import normalise, resolve_local, subschemas
-from ._types import UnsupportedType, prepare
-from ._validator import SchemaValidator
+from .._bounds import MAX_NESTING, text_problem, too_deep, value_depth
+from .constraints import Constraints, report
+from .._context import RunContext, is_context_type
+from .docstrings import parse_docstring
+from .._errors import ToolAborted, ToolArgumentsError, ToolDefinitionError, ToolTimeout, Violation, pydantic_violations
+from .pydantic_schema import json_schema_of
+from .schema import normalise, resolve_local, subschemas
+from .types import UnsupportedType, prepare
+from .validator import SchemaValidator
 
 ToolFunction = Callable[..., Any]
 

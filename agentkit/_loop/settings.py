@@ -9,9 +9,9 @@ from typing import Any, TypedDict
 
 from runtimes import checks
 
-from ._errors import InvalidArgument
-from ._inputs import as_argument_error, check_tool_item
-from ._tool import Tool, tool
+from .._errors import InvalidArgument
+from .._inputs import as_argument_error, check_tool_item
+from .._tools.tool import Tool, tool
 
 
 class ModelSettings(TypedDict, total=False):

@@ -18,9 +18,9 @@ from typing import Annotated, Any, Union
 import pydantic
 from pydantic import Discriminator, Tag
 
-from ._bounds import MAX_NESTING, max_digits, text_problem, too_deep
-from ._errors import InvalidArgument
-from ._messages import AssistantMessage, Message, OtherMessage, SystemMessage, ToolMessage, UserMessage, readable
+from .._bounds import MAX_NESTING, max_digits, text_problem, too_deep
+from .._errors import InvalidArgument
+from .._messages import AssistantMessage, Message, OtherMessage, SystemMessage, ToolMessage, UserMessage, readable
 
 HISTORY_NESTING = 2
 """Levels a stored conversation adds around a message's values: the list, and the message."""
