@@ -72,10 +72,11 @@ class OutputSpec(Generic[T]):
             + json.dumps(self.schema, ensure_ascii=False)
         )
 
-    def validate(self, text: str, **context: Any) -> T:
+    def validate(self, text: str, *, validation_context: Any = None, **context: Any) -> T:
         """`text` as a `T`; `OutputValidationError` naming each failed field and keyword
         (`context` is passed to the error: `messages`, `usage`), or saying the text nests
-        deeper than `MAX_NESTING` or holds a number too long to read (it is then not parsed)."""
+        deeper than `MAX_NESTING` or holds a number too long to read (it is then not parsed).
+        `validation_context` reaches the type's pydantic validators as `info.context`."""
         problem = text_problem(text)
         if problem is not None:  # parsing it would run out of stack, or Python refuses the number
             raise OutputValidationError([Violation("", "bounds", problem, "parse")], text, **context)
@@ -91,6 +92,6 @@ class OutputSpec(Generic[T]):
             ]
             raise OutputValidationError(violations, text, **context)
         try:
-            return self._adapter.validate_json(text)
+            return self._adapter.validate_json(text, context=validation_context)
         except pydantic.ValidationError as exc:
             raise OutputValidationError(pydantic_violations(exc), text, **context) from None
