@@ -45,25 +45,43 @@ class Tool:
     after); `timeout` (seconds, or None for the agent's `tool_timeout`); `idempotent` (False:
     an equal call may give another result or act again, so every call runs, whatever the
     agent's `repeat_calls` says); `requires_approval` (True: a run that reaches a call of it
-    stops before running it, and resumes with the caller's decision; see `Agent`).
+    stops before running it, and resumes with the caller's decision; see `Agent`); `retries`
+    (how many corrections a run gives this tool's calls, arguments that do not validate or a
+    `ModelRetry`; None for the agent's `max_retries`).
+
+    `Tool(fn, name=..., strict=..., ...)` builds what `@tool` builds, from `fn`'s signature and
+    docstring; given a `schema` (and the `args_type` its arguments arrive as, if any), it is
+    built from those instead, as `Tool.from_json_schema` does.
     """
 
     def __init__(
         self,
-        *,
-        name: str,
-        description: str,
         fn: ToolFunction,
-        schema: dict[str, Any],
-        args_type: type[BaseModel] | None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        schema: dict[str, Any] | None = None,
+        args_type: type[BaseModel] | None = None,
         strict: bool = False,
         timeout: float | None = None,
         idempotent: bool = True,
         requires_approval: bool = False,
+        retries: int | None = None,
         context_param: str | None = None,
         param_names: dict[str, str] | None = None,
         positional: tuple[str, ...] = (),
     ):
+        if schema is None:  # `Tool(fn, ...)`: what `@tool` builds, from the signature and docstring
+            if args_type is not None:
+                raise ToolDefinitionError(repr(name), "args_type is given with its schema, or not at all")
+            name = name or getattr(fn, "__name__", None) or type(fn).__name__
+            doc = parse_docstring(inspect.getdoc(fn))
+            args_type, context_param, param_names, positional = _arguments_class(name, fn, doc.params)
+            schema = normalise(json_schema_of(args_type), close_objects=True)
+            description = description if description is not None else doc.description
+        elif name is None:
+            name = getattr(fn, "__name__", None)
+        description = description or ""
         if not isinstance(name, str) or not name.strip():
             raise ToolDefinitionError(repr(name), "a tool needs a non-empty name")
         if timeout is not None and timeout <= 0:
@@ -77,6 +95,9 @@ class Tool:
         self.timeout = timeout
         self.idempotent = idempotent
         self.requires_approval = requires_approval
+        if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
+            raise ToolDefinitionError(name, f"retries must be an int of at least 0 or None, got {retries!r}")
+        self.retries = retries
         self.context_param = context_param
         self.is_async = _is_async(fn)
         self._param_names = param_names or {}
@@ -103,25 +124,12 @@ class Tool:
         timeout: float | None = None,
         idempotent: bool = True,
         requires_approval: bool = False,
+        retries: int | None = None,
     ) -> "Tool":
-        """A tool from a function's signature, type hints and docstring."""
-        tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
-        doc = parse_docstring(inspect.getdoc(fn))
-        args_type, context_param, names, positional = _arguments_class(tool_name, fn, doc.params)
-        schema = normalise(json_schema_of(args_type), close_objects=True)
+        """A tool from a function's signature, type hints and docstring (as `Tool(fn, ...)`)."""
         return cls(
-            name=tool_name,
-            description=description if description is not None else doc.description,
-            fn=fn,
-            schema=schema,
-            args_type=args_type,
-            strict=strict,
-            timeout=timeout,
-            idempotent=idempotent,
-            requires_approval=requires_approval,
-            context_param=context_param,
-            param_names=names,
-            positional=positional,
+            fn, name=name, description=description, strict=strict, timeout=timeout, idempotent=idempotent,
+            requires_approval=requires_approval, retries=retries,
         )
 
     @classmethod
@@ -136,6 +144,7 @@ class Tool:
         timeout: float | None = None,
         idempotent: bool = True,
         requires_approval: bool = False,
+        retries: int | None = None,
     ) -> "Tool":
         """A tool whose arguments are described by a JSON Schema; `fn(arguments)` receives them
         as a validated dict (plus a `RunContext` parameter, if it declares one).
@@ -157,6 +166,7 @@ class Tool:
             timeout=timeout,
             idempotent=idempotent,
             requires_approval=requires_approval,
+            retries=retries,
             context_param=_context_param_of(fn),
         )
 
@@ -226,12 +236,13 @@ class Tool:
 
     # --- validating and calling ---------------------------------------------------------------
 
-    def validate(self, arguments: dict[str, Any] | str) -> Any:
+    def validate(self, arguments: dict[str, Any] | str, *, validation_context: Any = None) -> Any:
         """`arguments` (a dict, or JSON text) as this tool's typed arguments: an `args_type`
         instance, or for schema tools the validated dict. Raises `ToolArgumentsError`, whose
         violations name each field, keyword, and whether the grammar or the validator holds it
         (arguments nested deeper than `MAX_NESTING`, or a text with a number too long to
-        read, are refused unread).
+        read, are refused unread). `validation_context` reaches the arguments' pydantic
+        validators as `info.context` (a run's `validation_context`).
         """
         text = arguments if isinstance(arguments, str) else None
         if isinstance(arguments, str):
@@ -257,7 +268,8 @@ class Tool:
         if self.args_type is None:
             return arguments
         try:
-            return self.args_type.model_validate_json(json.dumps(arguments, ensure_ascii=False))
+            return self.args_type.model_validate_json(json.dumps(arguments, ensure_ascii=False),
+                                                      context=validation_context)
         except pydantic.ValidationError as exc:
             raise ToolArgumentsError(self.name, pydantic_violations(exc, self._param_names), text) from None
 
@@ -346,6 +358,7 @@ def tool(
     timeout: float | None = None,
     idempotent: bool = True,
     requires_approval: bool = False,
+    retries: int | None = None,
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -359,6 +372,7 @@ def tool(
     timeout: float | None = None,
     idempotent: bool = True,
     requires_approval: bool = False,
+    retries: int | None = None,
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Make a function (sync or async) a `Tool`: `@tool` or `@tool(name=..., strict=True)`.
 
@@ -370,12 +384,13 @@ def tool(
     runs, and is never answered from an earlier one (see `Agent`'s `repeat_calls`).
     `requires_approval=True`: a run stops before running a call of it, and its result lists the
     call in `pending`, until `agent.run(message_history=..., approvals=...)` resumes it.
+    `retries`: the corrections a run gives this tool's calls (None: the agent's `max_retries`).
     """
 
     def wrap(f: ToolFunction) -> Tool:
         return Tool.from_function(
             f, name=name, description=description, strict=strict, timeout=timeout, idempotent=idempotent,
-            requires_approval=requires_approval,
+            requires_approval=requires_approval, retries=retries,
         )
 
     return wrap(fn) if fn is not None else wrap
