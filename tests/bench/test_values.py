@@ -167,7 +167,7 @@ def answering(cases):
 def test_the_runner_counts_right_documents_fields_and_failures_by_kind():
     cases = select("all", 18)
     runtime = answering(cases)
-    results = asyncio.run(measure([Agentkit("agentkit", runtime, {}), Free(runtime)], cases))
+    results, walls = asyncio.run(measure([Agentkit("agentkit", runtime, {}), Free(runtime)], cases, concurrency=4))
     truths = {c.id for i, c in enumerate(cases) if i % 3 == 0}
     others = [c for i, c in enumerate(cases) if i % 3 == 2]
     for label, failure in (("agentkit", "UnexpectedModelOutput"), ("free", "Unparseable")):
@@ -182,5 +182,6 @@ def test_the_runner_counts_right_documents_fields_and_failures_by_kind():
         assert total["fields"] == n_fields
         assert fields_of_truths <= total["fields_right"] < fields_of_truths + sum(len(c.truth) for c in others)
         assert all(s["documents"] == 3 for s in summary(outcomes)["by_schema"].values())
-    table = report(results)
+    assert set(walls) == {"agentkit", "free"}
+    table = report(results, walls)
     assert "| agentkit | " in table and "| free | " in table and f"| {ABSENT} |" in table
