@@ -31,6 +31,7 @@ from ._errors import (
     InvalidArgument,
     ModelRequestFailed,
     ModelRetry,
+    OutputRetriesExceeded,
     OutputValidationError,
     RepeatedCall,
     RunError,
@@ -63,6 +64,7 @@ from ._outputs.events import (
 )
 from ._outputs.extract import aextract, extract
 from ._loop.history import messages_from_json, messages_to_json
+from ._loop.limits import UsageLimits
 from ._outputs.stream import stream_extract, stream_extract_sync
 from ._messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolCallPart, ToolMessage, UserMessage
 from ._loop.repeats import RepeatCalls
@@ -95,6 +97,7 @@ __all__ = [
     "ModelRequestFailed",
     "ModelRetry",
     "ModelSettings",
+    "OutputRetriesExceeded",
     "OutputValidationError",
     "PartialOutput",
     "PendingCall",
@@ -127,6 +130,7 @@ __all__ = [
     "UnreadableOutput",
     "UnreadableResult",
     "UsageLimitExceeded",
+    "UsageLimits",
     "UserMessage",
     "ValidationFailed",
     "Violation",

@@ -15,11 +15,12 @@ The tree (a name in parentheses is a builtin base it also has, so code catching 
     ├── CallDenied                           a call its approver denied; goes to the model
     ├── ValidationFailed                     a value that did not validate (`violations`)
     │   ├── ToolArgumentsError               a call's arguments; goes to the model
-    │   └── OutputValidationError            a final output, after its corrections
+    │   └── OutputValidationError            a final output, after its corrections (`extract`'s)
+    │       └── OutputRetriesExceeded (RunError)  an agent run's: a run error too
     └── RunError                             a run that stopped (`messages`, `usage`)
-        ├── UsageLimitExceeded               a limit reached (`limit`)
-        │   ├── StepLimitExceeded            max_steps
-        │   ├── TokenLimitExceeded           max_tokens, token_budget
+        ├── UsageLimitExceeded               a limit reached (`limit`): tool_calls_limit
+        │   ├── StepLimitExceeded            max_steps, request_limit
+        │   ├── TokenLimitExceeded           max_tokens, token_budget, the token limits
         │   │   └── IncompleteOutput         an answer cut by its budget (`text`)
         │   └── RunTimeout                   timeout
         ├── ToolRetriesExceeded              a tool's arguments failed too often
@@ -224,7 +225,8 @@ class ModelRetry(AgentkitError):
     `extract(..., output_validator=...)`), to send `message` to the model and have it try
     again: a tool's call is answered with the message; an output is refused with it, and the
     model answers anew. Each counts as one correction against `max_retries` (per tool, or for
-    the output); past it the run raises `ToolRetriesExceeded` or `OutputValidationError`."""
+    the output); past it the run raises `ToolRetriesExceeded` or `OutputRetriesExceeded` (an
+    `OutputValidationError`; `extract` raises `OutputValidationError` itself)."""
 
     def __init__(self, message: str):
         self.message = message
@@ -250,7 +252,9 @@ class ValidationFailed(AgentkitError):
         self.violations = list(violations)
         self.text = text
         lines = "\n".join(f"  - {v}" for v in self.violations)
-        super().__init__(f"{what} did not validate:\n{lines}")
+        # Not `super()`: under `OutputRetriesExceeded` the next class is `RunError`, whose
+        # `messages` and `usage` `OutputValidationError` sets itself.
+        AgentkitError.__init__(self, f"{what} did not validate:\n{lines}")
 
 
 class ToolArgumentsError(ValidationFailed):
@@ -262,9 +266,10 @@ class ToolArgumentsError(ValidationFailed):
 
 
 class OutputValidationError(ValidationFailed):
-    """A final output (agent `output_type`, `extract`) that does not validate into its type.
-
-    Raised by an agent once `max_retries` corrections have failed; carries the messages so far.
+    """A final output (agent `output_type`, `extract`) that does not validate into its type,
+    after `max_retries` corrections; carries the messages so far and `retries`, the corrections
+    asked for before it. An agent run raises its subclass `OutputRetriesExceeded`, which is a
+    `RunError` too.
     """
 
     def __init__(
@@ -292,9 +297,16 @@ class RunError(AgentkitError):
 
 
 class UsageLimitExceeded(RunError):
-    """A run limit was reached: `limit` names it (``"steps"``, ``"tokens"``, ``"time"``)."""
+    """A run limit was reached: `limit` names it: ``"steps"`` (model requests: `max_steps`,
+    `UsageLimits.request_limit`), ``"tool_calls"``, ``"input_tokens"``, ``"output_tokens"``
+    (`token_budget` too), ``"total_tokens"``, ``"tokens"`` (a turn's `max_tokens`) or ``"time"``."""
 
     limit: str = ""
+
+    def __init__(self, message: str, *, messages: list[dict[str, Any]], usage: Any = None, limit: str | None = None):
+        super().__init__(message, messages=messages, usage=usage)
+        if limit is not None:
+            self.limit = limit
 
 
 class StepLimitExceeded(UsageLimitExceeded):
@@ -337,6 +349,12 @@ class ToolRetriesExceeded(RunError):
         self.error = error
         what = "asked for a retry" if isinstance(error, ModelRetry) else "arguments failed validation"
         super().__init__(f"tool {tool!r}: {what} too often; last error: {error}", **kwargs)
+
+
+class OutputRetriesExceeded(OutputValidationError, RunError):
+    """An agent run's final output that failed validation (or its `output_validator`) more
+    than `max_retries` times: an `OutputValidationError` (`violations`, `text`) and a
+    `RunError` (`messages`, `usage`), so `except RunError` sees every way a run stops."""
 
 
 class ModelRequestFailed(RunError):

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
+import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Generic, Literal, overload
 
 from typing_extensions import TypeVar
@@ -33,9 +35,8 @@ from .._errors import (
     IncompleteOutput,
     InvalidArgument,
     ModelRetry,
+    OutputRetriesExceeded,
     OutputValidationError,
-    StepLimitExceeded,
-    TokenLimitExceeded,
     UnexpectedModelOutput,
     UnreadableOutput,
     log_text,
@@ -51,6 +52,7 @@ from .._outputs.events import (
     ToolCallRecord,
     ToolResultEvent,
 )
+from .._context import RunContext
 from .._inputs import (
     as_argument_error,
     check_agent_settings,
@@ -73,6 +75,7 @@ from .._messages import (
 )
 from .._outputs.partial import PartialOutputs
 from .._outputs.output import OutputSpec, OutputValidator, correction
+from .limits import RunLimits, UsageLimits
 from .repeats import ANSWER_NOW, REPEAT_CALLS, CallLedger, RepeatCalls, ValidCall
 from .settings import ModelSettings, RunSettings, check_model_settings, check_tool_choice, run_tools
 from .._runtime import budget_reached, model_written_calls, resolve_runtime
@@ -101,6 +104,22 @@ every call a request needs where, left to their template, they write one."""
 logger = logging.getLogger("agentkit")
 
 OutputT = TypeVar("OutputT", default=str)
+
+SystemPrompt = Callable[[RunContext[Any]], str] | Callable[[RunContext[Any]], Awaitable[str]]
+"""A system prompt made per run: a function (sync or async) of the run's `RunContext` (its `deps`
+and the conversation it starts from), returning the prompt's text."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Override:
+    """What `Agent.override` swaps in for a block: a runtime (None: the agent's own) and model
+    settings over the agent's and a run's."""
+
+    runtime: Runtime | None = None
+    model_settings: ModelSettings = dataclasses.field(default_factory=lambda: ModelSettings())
+
+
+_NO_OVERRIDE = _Override()
 
 
 class Agent(Generic[OutputT]):
@@ -163,7 +182,14 @@ class Agent(Generic[OutputT]):
     Model settings: `temperature`, `top_p`, `seed` and `max_tokens`, or the same as a
     `model_settings` dict (which wins); `agent.run(..., model_settings=...)` overrides them for
     one run, key by key. A run may also bring `extra_tools`, keep to `allowed_tools` (names),
-    and set its own `tool_choice`.
+    set its own `tool_choice`, its own `usage_limits` (`UsageLimits`: requests, tool calls,
+    tokens; `max_steps` and `token_budget` are the defaults) and a `validation_context` for the
+    pydantic validators of tool arguments and the output (`info.context`).
+    `with agent.override(runtime=..., model_settings=...)` swaps them for the runs a block starts
+    (a test's double for the model, say), in its own task or thread only.
+
+    `system_prompt`: a text, or a function (sync or async) of the run's `RunContext` returning
+    one, called once per run; what it raises ends the run with `CallbackFailed`.
 
     `reasoning` (a `grammar.ReasoningSpan`): for thinking models, each turn may open with free
     reasoning between the span's open and close texts (`<think>…</think>`), within its
@@ -191,7 +217,7 @@ class Agent(Generic[OutputT]):
         tools: Sequence[Tool | Callable[..., Any]] = (),
         runtime: Runtime | None = None,
         *,
-        system_prompt: str | None = None,
+        system_prompt: str | SystemPrompt | None = None,
         output_type: type[OutputT] | None = None,
         max_steps: int = 8,
         max_tokens: int = 512,
@@ -221,7 +247,7 @@ class Agent(Generic[OutputT]):
         tools: Sequence[Tool | Callable[..., Any]] = (),
         runtime: Runtime | None = None,
         *,
-        system_prompt: str | None = None,
+        system_prompt: str | SystemPrompt | None = None,
         output_type: Any,
         max_steps: int = 8,
         max_tokens: int = 512,
@@ -250,7 +276,7 @@ class Agent(Generic[OutputT]):
         tools: Sequence[Tool | Callable[..., Any]] = (),
         runtime: Runtime | None = None,
         *,
-        system_prompt: str | None = None,
+        system_prompt: str | SystemPrompt | None = None,
         output_type: Any = None,
         max_steps: int = 8,
         max_tokens: int = 512,
@@ -282,7 +308,8 @@ class Agent(Generic[OutputT]):
         self.model_settings = ModelSettings(max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed)
         self.model_settings.update(check_model_settings(model_settings))
         check_runtime(runtime)
-        check_text("system_prompt", system_prompt)
+        if not callable(system_prompt):
+            check_text("system_prompt", system_prompt)
         if reasoning is not None and not isinstance(reasoning, ReasoningSpan):
             raise InvalidArgument("reasoning", f"must be a grammar.ReasoningSpan or None, not {type(reasoning).__name__}")
         if isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence):
@@ -332,12 +359,34 @@ class Agent(Generic[OutputT]):
                                   f"must be an OpenTelemetry TracerProvider, not {type(tracer_provider).__name__}")
         self.tracer_provider = tracer_provider
         self._grammars = TurnGrammars(self.output, max_calls_per_turn, reasoning)
+        self._override: contextvars.ContextVar[_Override] = contextvars.ContextVar("agentkit_override",
+                                                                                 default=_NO_OVERRIDE)
 
     @property
     def runtime(self) -> Runtime:
+        """The runtime a run started here would use: an `override`'s, else the agent's."""
+        return self._override.get().runtime or self._own_runtime()
+
+    def _own_runtime(self) -> Runtime:
         if self._runtime is None:
             self._runtime = resolve_runtime(None)
         return self._runtime
+
+    @contextlib.contextmanager
+    def override(self, *, runtime: Runtime | None = None, model_settings: ModelSettings | None = None) -> Iterator[None]:
+        """Within the block, runs of this agent use `runtime` (None: as they would) and
+        `model_settings` over the agent's and each run's, key by key; restored after. An
+        override holds in the task or thread that entered it (and the tasks it starts), not in
+        others, so concurrent tests do not see each other's; an override inside another joins
+        it (its runtime, its settings over the outer ones)."""
+        check_runtime(runtime)
+        outer = self._override.get()
+        settings = ModelSettings(**{**outer.model_settings, **check_model_settings(model_settings)})
+        token = self._override.set(_Override(runtime or outer.runtime, settings))
+        try:
+            yield
+        finally:
+            self._override.reset(token)
 
     def turn_grammar(self, envelope: Envelope, kind: TurnKind = "calls_or_answer") -> Grammar | None:
         """The grammar a model turn of this `kind` is held to, for a runtime whose template
@@ -372,9 +421,11 @@ class Agent(Generic[OutputT]):
             return {choice: tools[choice]}
         return tools
 
-    def _system_prompt(self, tools: dict[str, Tool] | None = None) -> str | None:
+    def _system_prompt(self, tools: dict[str, Tool] | None = None, own: str | None = None) -> str | None:
+        """The system message's text: `own` (the run's system prompt), then what the tool
+        prompt and the output type add."""
         tools = self.tools if tools is None else tools
-        parts = [self.system_prompt] if self.system_prompt else []
+        parts = [own] if own else []
         if self.tool_prompt == "python" and tools:
             parts.append(tool_instructions([t.to_openai() for t in tools.values()], "python"))
         if self.output is not None:
@@ -395,6 +446,8 @@ class Agent(Generic[OutputT]):
         allowed_tools: Collection[str] | None = None,
         tool_choice: str | None = None,
         approvals: Mapping[str, Approval] | None = None,
+        usage_limits: UsageLimits | None = None,
+        validation_context: Any = None,
     ) -> RunResult[OutputT]:
         """Run until a final answer. Raises a `RunError` subclass (carrying the messages so far)
         at a limit; a cancelled run raises `asyncio.CancelledError` with `.messages` added.
@@ -403,13 +456,16 @@ class Agent(Generic[OutputT]):
         messages of an earlier run (`result.messages`) that this one continues, the prompt
         after them. For this run only: `model_settings` (over the agent's, key by key),
         `extra_tools` beside the agent's, `allowed_tools` (the names it may call, of both),
-        and `tool_choice` ("auto", "required" or a tool's name; the agent's by default).
+        and `tool_choice` ("auto", "required" or a tool's name; the agent's by default);
+        `usage_limits` (a `UsageLimits`; a limit it leaves None is the agent's: `max_steps`
+        requests, `token_budget` output tokens); `validation_context`, given to the pydantic
+        validators of tool arguments and of the output as `info.context`.
 
         A run that reaches calls waiting for approval stops before running them: its result's
         `pending` lists them (`output` is None). Resume with `message_history=result.messages`,
         no prompt, and `approvals={call id: pending.approve() or pending.deny(reason)}` for each."""
         state = self._start(prompt, deps, message_history, model_settings, extra_tools, allowed_tools, tool_choice,
-                            approvals)
+                            approvals, usage_limits, validation_context)
         try:
             async with contextlib.aclosing(self._events(state, stream=False)) as events:
                 async for event in events:
@@ -432,6 +488,8 @@ class Agent(Generic[OutputT]):
         allowed_tools: Collection[str] | None = None,
         tool_choice: str | None = None,
         approvals: Mapping[str, Approval] | None = None,
+        usage_limits: UsageLimits | None = None,
+        validation_context: Any = None,
     ) -> RunResult[OutputT]:
         """`run` for code without an event loop: the same result or error, at the same time.
 
@@ -444,6 +502,7 @@ class Agent(Generic[OutputT]):
             return run_to_end(self.run(
                 prompt, deps=deps, message_history=message_history, model_settings=model_settings,
                 extra_tools=extra_tools, allowed_tools=allowed_tools, tool_choice=tool_choice, approvals=approvals,
+            usage_limits=usage_limits, validation_context=validation_context,
             ))
         raise RuntimeError("run_sync was called inside a running event loop; use `await agent.run(...)`")
 
@@ -458,13 +517,15 @@ class Agent(Generic[OutputT]):
         allowed_tools: Collection[str] | None = None,
         tool_choice: str | None = None,
         approvals: Mapping[str, Approval] | None = None,
+        usage_limits: UsageLimits | None = None,
+        validation_context: Any = None,
     ) -> AsyncIterator[Event]:
         """The run as events: `TextDelta` pieces of each turn, `ToolCallEvent`,
         `ToolResultEvent`, then one `FinalResult`; with an `output_type`, `PartialOutput`s of
         the answer as it is written (the last one `complete`, the validated output). Arguments
         as for `run`."""
         state = self._start(prompt, deps, message_history, model_settings, extra_tools, allowed_tools, tool_choice,
-                            approvals)
+                            approvals, usage_limits, validation_context)
         try:
             async with contextlib.aclosing(self._events(state, stream=True)) as events:
                 async for event in events:
@@ -485,12 +546,15 @@ class Agent(Generic[OutputT]):
         allowed_tools: Collection[str] | None = None,
         tool_choice: str | None = None,
         approvals: Mapping[str, Approval] | None = None,
+        usage_limits: UsageLimits | None = None,
+        validation_context: Any = None,
     ) -> Iterator[Event]:
         """`run_stream` for code without an event loop: a plain iterator of the same events
         (leaving it early stops the run)."""
         return iterate_to_end(lambda: self.run_stream(
             prompt, deps=deps, message_history=message_history, model_settings=model_settings,
             extra_tools=extra_tools, allowed_tools=allowed_tools, tool_choice=tool_choice, approvals=approvals,
+            usage_limits=usage_limits, validation_context=validation_context,
         ), "run_stream")
 
     def _start(
@@ -503,12 +567,16 @@ class Agent(Generic[OutputT]):
         allowed_tools: Collection[str] | None,
         tool_choice: str | None,
         approvals: Mapping[str, Approval] | None,
+        usage_limits: UsageLimits | None,
+        validation_context: Any,
     ) -> RunState:
+        override = self._override.get()
+        limits = RunLimits.of(usage_limits, max_steps=self.max_steps, token_budget=self.token_budget)
         tools = run_tools(self.tools, extra_tools, allowed_tools)
         # The agent's own tool_choice may not fit a run's tools: the run's tools are then to blame.
         choice = check_tool_choice(self.tool_choice if tool_choice is None else tool_choice, tools,
                                    "tool_choice" if tool_choice is not None else "allowed_tools")
-        model = ModelSettings(**{**self.model_settings, **check_model_settings(model_settings)})  # type: ignore[typeddict-item]
+        model = ModelSettings(**{**self.model_settings, **check_model_settings(model_settings), **override.model_settings})
         settings = RunSettings(tools, choice, model)
         deadline = None
         if self.timeout is not None:
@@ -521,9 +589,14 @@ class Agent(Generic[OutputT]):
         for call in waiting:
             if call.name not in tools:
                 raise InvalidArgument("message_history", f"call {call.id} names {call.name!r}, none of the run's tools")
-        messages = initial_messages(conversation(prompt, history), self._system_prompt(tools))
-        state = RunState(messages, deps, deadline, CallLedger(self.repeat_calls), settings, timeout=self.timeout)
-        state.trace = RunTrace(self.runtime.name if self._runtime is not None else "default", {
+        if callable(self.system_prompt):  # made per run, it joins the messages as the run begins (`_instruct`)
+            messages = initial_messages(conversation(prompt, history), None)
+        else:
+            messages = initial_messages(conversation(prompt, history), self._system_prompt(tools, self.system_prompt))
+        state = RunState(messages, deps, deadline, CallLedger(self.repeat_calls), settings, limits,
+                         timeout=self.timeout, validation_context=validation_context,
+                         runtime=override.runtime or self._runtime)
+        state.trace = RunTrace(state.runtime.name if state.runtime is not None else "default", {
             "agentkit.tools": list(tools) or None,
             "agentkit.tool_choice": choice,
             "agentkit.output_type": self.output.label if self.output is not None else None,
@@ -552,9 +625,20 @@ class Agent(Generic[OutputT]):
         finally:
             state.trace.end(steps=state.step, usage=state.usage, error=error, pending=len(state.pending))
 
+    async def _instruct(self, state: RunState) -> None:
+        """A system prompt made per run: called with the run's context, its text leading the
+        messages; what it raises, or a result that is no text, ends the run (`CallbackFailed`)."""
+        if not callable(self.system_prompt):
+            return
+        context: RunContext[Any] = RunContext(deps=state.deps, messages=tuple(state.messages), usage=state.usage)
+        text = await state.callback("system_prompt", self.system_prompt, context)
+        text = await state.callback("system_prompt", _prompt_text, text)
+        state.messages = initial_messages(state.messages, self._system_prompt(state.settings.tools, text))
+
     async def _turns(self, state: RunState, *, stream: bool) -> AsyncIterator[Event]:
+        await self._instruct(state)
         with state.model_errors("the default runtime"):
-            runtime = self.runtime
+            runtime = state.runtime or self._own_runtime()
         # With the python tool prompt the system message lists the tools; the template does not.
         tools = state.settings.tools
         tools_json = None if self.tool_prompt == "python" else [t.to_openai() for t in tools.values()] or None
@@ -563,8 +647,7 @@ class Agent(Generic[OutputT]):
             yield event
         while True:
             kind = self._turn_kind(state)
-            if state.step >= self.max_steps:
-                raise StepLimitExceeded(f"no final answer after {self.max_steps} model turns (max_steps)", **state.context())
+            state.limits.before_request(state.step, state.context())
             state.step += 1
             budget = self._turn_budget(state)
             with state.model_errors(runtime.name):  # a runtime that cannot close a turn gets one that fits
@@ -585,7 +668,7 @@ class Agent(Generic[OutputT]):
             state.trace.end_model_request(request, generation)
             assert generation is not None
             try:
-                turn = self._read(state, generation, budget, g, kind)
+                turn = self._read(state, runtime, generation, budget, g, kind)
             except UnreadableTurn as exc:
                 self._refuse_unreadable_turn(state, generation.text, exc.reason)
                 continue
@@ -605,9 +688,9 @@ class Agent(Generic[OutputT]):
                     state.confidence.update((call.id, fields) for call, fields in zip(turn.calls, scored))
             for call in turn.calls:
                 yield ToolCallEvent(state.step, call)
-            checked = [validated(c, tools) for c in turn.calls]
+            checked = [validated(c, tools, state.validation_context) for c in turn.calls]
             held = [c for c in checked if isinstance(c, ValidCall) and await self._waits(state, c)]
-            pending = [pending_call(c, state.confidence.get(c.call.id)) for c in held]
+            pending = [pending_call(c, state.confidence.get(c.call.id), state.validation_context) for c in held]
             if pending:  # stored as they will run, and marked: the decision to hold them is kept
                 state.messages[-1] = held_turn(state.messages[-1], pending)
             async for event in self._answer_calls(state, [c for c in checked if not any(c is h for h in held)],
@@ -626,7 +709,7 @@ class Agent(Generic[OutputT]):
         if self.requires_approval is None:
             return False
         verdict = await state.callback("requires_approval", self.requires_approval,
-                                       pending_call(valid, state.confidence.get(valid.call.id)))
+                                       pending_call(valid, state.confidence.get(valid.call.id), state.validation_context))
         return bool(await state.callback("requires_approval", bool, verdict))  # a truth value may raise too
 
     async def _answer_calls(self, state: RunState, items: list[ValidCall | ToolCallRecord], *,
@@ -660,7 +743,7 @@ class Agent(Generic[OutputT]):
         (`CallDenied`)."""
         items: list[ValidCall | ToolCallRecord] = []
         for call in state.resumed:
-            checked = validated(call, state.settings.tools)
+            checked = validated(call, state.settings.tools, state.validation_context)
             decision = state.approvals[call.id]
             if decision.approved or isinstance(checked, ToolCallRecord):
                 items.append(checked)
@@ -702,12 +785,9 @@ class Agent(Generic[OutputT]):
         yield pieces.generation
 
     def _turn_budget(self, state: RunState) -> int:
-        if self.token_budget is None:
-            return state.settings.max_tokens
-        left = self.token_budget - state.usage.completion_tokens
-        if left < 1:
-            raise TokenLimitExceeded(f"the run used its token budget of {self.token_budget}", **state.context())
-        return min(state.settings.max_tokens, left)
+        """A turn's `max_tokens`, held to the output tokens the run has left."""
+        left = state.limits.output_left(state.usage, state.context())
+        return state.settings.max_tokens if left is None else min(state.settings.max_tokens, left)
 
     def _refuse_unreadable_turn(self, state: RunState, text: str, reason: str) -> None:
         """A turn too deep or too long to parse goes back to the model, as a failed output
@@ -720,12 +800,13 @@ class Agent(Generic[OutputT]):
         logger.info("correction %d of %d asked for: the turn %s", count, self.max_retries, reason)
         state.messages.append({"role": "user", "content": f"That answer {reason}. Answer again, within those bounds."})
 
-    def _read(self, state: RunState, generation: Generation, budget: int, g: Grammar | None, kind: TurnKind) -> Turn:
+    def _read(self, state: RunState, runtime: Runtime, generation: Generation, budget: int, g: Grammar | None,
+              kind: TurnKind) -> Turn:
         state.usage = state.usage + generation.usage
         if generation.finish_reason == "cancelled":
             raise asyncio.CancelledError("the runtime cancelled the generation")
         text = generation.text
-        envelopes = call_envelopes(self._envelope(self.runtime))
+        envelopes = call_envelopes(self._envelope(runtime))
         if budget_reached(generation):
             # Calls the model finished before the runtime began closing the turn still run.
             kept = None
@@ -742,8 +823,7 @@ class Agent(Generic[OutputT]):
             text = kept
         if self.reasoning is not None:  # the turn is what follows the model's reasoning
             text = self.reasoning.split(text)[1]
-        if self.token_budget is not None and state.usage.completion_tokens > self.token_budget:
-            raise TokenLimitExceeded(f"the run used more than its token budget of {self.token_budget}", **state.context())
+        state.limits.after_request(state.usage, state.context())
         if kind == "answer":  # its grammar admits no calls
             return Turn("output" if self.output is not None else "text", text)
         try:
@@ -768,8 +848,8 @@ class Agent(Generic[OutputT]):
         try:
             value = turn.text
             if self.output is not None:  # its type's own validators are the user's code too
-                value = await state.callback("output_type", self.output.validate, turn.text,
-                                             passes=(OutputValidationError,))
+                validate = functools.partial(self.output.validate, validation_context=state.validation_context)
+                value = await state.callback("output_type", validate, turn.text, passes=(OutputValidationError,))
             if self.output_validator is not None:
                 value = await state.callback("output_validator", self.output_validator, value,
                                              passes=(OutputValidationError, ModelRetry))
@@ -780,7 +860,9 @@ class Agent(Generic[OutputT]):
             return value
         count = state.retry("output", kind, told)
         if count > self.max_retries:
-            raise OutputValidationError(violations, turn.text, **state.context()) from None
+            error = OutputRetriesExceeded(violations, turn.text, **state.context())
+            error.retries = list(state.retries)
+            raise error from None
         logger.info("correction %d of %d asked for: %s", count, self.max_retries, log_text(told))
         state.messages.append({"role": "user", "content": told})
         return _RETRY
@@ -791,6 +873,14 @@ class Agent(Generic[OutputT]):
 
 
 _RETRY = object()
+
+
+def _prompt_text(value: Any) -> str | None:
+    """What a system prompt function returned, as the prompt's text (None or "": none)."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"the system prompt function returned a {type(value).__name__}, not a string")
+    check_text("system_prompt", value)
+    return value
 
 
 def _drop_stored_calls(messages: list[Message], ids: set[str]) -> None:

@@ -110,7 +110,7 @@ def idempotency_key(call: ToolCall) -> str:
     return call_digest(f"{call.id}\x00{call.name}", call.arguments)[:32]
 
 
-def shown_arguments(valid: ValidCall) -> Any:
+def shown_arguments(valid: ValidCall, validation_context: Any = None) -> Any:
     """What a waiting call's arguments are shown, and stored, as: the validated arguments
     dumped as JSON, defaults filled in (so a `default_factory` is not run again on resume),
     where they validate back to the same values; else the arguments as the model wrote them."""
@@ -119,15 +119,17 @@ def shown_arguments(valid: ValidCall) -> Any:
         return arguments
     try:
         shown = arguments.model_dump(mode="json", by_alias=True)
-        if value_key(tool.validate(shown)) == value_key(arguments):
+        if value_key(tool.validate(shown, validation_context=validation_context)) == value_key(arguments):
             return shown
     except Exception:  # a dump that fails, or does not read back alike: keep the model's own
         pass
     return valid.call.arguments
 
 
-def pending_call(valid: ValidCall, confidence: dict[str, FieldConfidence] | None = None) -> PendingCall:
-    return PendingCall(valid.call.id, valid.call.name, valid.arguments, valid.call, confidence, shown_arguments(valid))
+def pending_call(valid: ValidCall, confidence: dict[str, FieldConfidence] | None = None,
+                 validation_context: Any = None) -> PendingCall:
+    return PendingCall(valid.call.id, valid.call.name, valid.arguments, valid.call, confidence,
+                       shown_arguments(valid, validation_context))
 
 
 def held_turn(message: Message, pending: Sequence[PendingCall]) -> Message:

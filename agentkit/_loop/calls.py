@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .approvals import idempotency_key
 from .._context import RunContext
@@ -61,14 +62,18 @@ async def run_calls(
             state.trace.tool_outcome(span, "ok")
             return ToolCallRecord(call, valid.arguments, result=result)
 
-    return await state.ledger.run_turn(calls, run)
+    def before(count: int) -> None:  # the turn's calls that would run, none of which has yet
+        state.limits.before_calls(state.usage.tool_runs, count, state.context())
+
+    return await state.ledger.run_turn(calls, run, before=before)
 
 
-def validated(call: ToolCall, tools: Mapping[str, Tool]) -> ValidCall | ToolCallRecord:
-    """The call ready to run, or its record if its arguments do not validate."""
+def validated(call: ToolCall, tools: Mapping[str, Tool], validation_context: Any = None) -> ValidCall | ToolCallRecord:
+    """The call ready to run, or its record if its arguments do not validate
+    (`validation_context` goes to the arguments' pydantic validators)."""
     t = tools[call.name]
     try:
-        return ValidCall(call, t, t.validate(call.arguments))
+        return ValidCall(call, t, t.validate(call.arguments, validation_context=validation_context))
     except ToolArgumentsError as exc:
         return ToolCallRecord(call, error=exc)
 
@@ -93,15 +98,17 @@ def _outcome_feedback(record: ToolCallRecord) -> str:
 def count_failures(state: RunState, records: Sequence[ToolCallRecord], max_retries: int) -> None:
     """Count each refused call (arguments that did not validate, or a tool's `ModelRetry`)
     against its tool's corrections, and mark a tool's earlier refusals fixed by a call of it
-    that succeeded; `ToolRetriesExceeded` past `max_retries` for one tool."""
+    that succeeded; `ToolRetriesExceeded` past the tool's own `retries`, else `max_retries`."""
     for record in records:
         name = record.call.name
+        own = getattr(state.settings.tools.get(name), "retries", None)
+        allowed = max_retries if own is None else own
         if record.ok and not record.reused:
             state.fixed(name, record.call.id)
         if not isinstance(record.error, (ToolArgumentsError, ModelRetry)):
             continue
         kind = "arguments" if isinstance(record.error, ToolArgumentsError) else "model_retry"
         count = state.retry(name, kind, render_error(record.error), record.call.id)
-        if count > max_retries:
+        if count > allowed:
             raise ToolRetriesExceeded(name, record.error, **state.context())
-        logger.info("correction %d of %d asked for: %s", count, max_retries, log_text(record.error))
+        logger.info("correction %d of %d asked for: %s", count, allowed, log_text(record.error))

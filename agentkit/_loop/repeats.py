@@ -125,9 +125,11 @@ class CallLedger:
         self,
         calls: Sequence[ValidCall | ToolCallRecord],
         run: Callable[[ValidCall], Awaitable[ToolCallRecord]],
+        before: Callable[[int], None] | None = None,
     ) -> list[ToolCallRecord]:
         """Every call's record, in call order: `calls` holds records already (calls whose
-        arguments did not validate) and valid calls; those that run, run concurrently."""
+        arguments did not validate) and valid calls; those that run, run concurrently, after
+        `before` is told how many will (what it raises stops them all)."""
         records = {i: c for i, c in enumerate(calls) if isinstance(c, ToolCallRecord)}
         valid = {i: c for i, c in enumerate(calls) if isinstance(c, ValidCall)}
         keys: dict[int, CallKey] = {}
@@ -152,6 +154,8 @@ class CallLedger:
                 records[i] = _reused(c, earlier)
             else:
                 same_as[i] = first
+        if before is not None and to_run:
+            before(len(to_run))
         outcomes = await asyncio.gather(*(run(valid[i]) for i in to_run))
         for (i, original), outcome in zip(to_run.items(), outcomes):
             record = records[i] = dataclasses.replace(outcome, repeat_of=original)

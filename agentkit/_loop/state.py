@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from grammar import GrammarError
-from runtimes import GrammarIgnored, RuntimeFailure, TokenBudgetExceeded
+from runtimes import GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded
 
 from .._errors import (
     CallbackFailed,
@@ -27,6 +27,7 @@ from .._errors import (
 )
 from .._outputs.events import RetryKind, RetryRecord, RunUsage, ToolCallRecord
 from .._messages import Message, ToolCall
+from .limits import RunLimits
 from .repeats import CallLedger
 from .settings import RunSettings
 from .tracing import RunTrace
@@ -49,6 +50,7 @@ class RunState:
     deadline: float | None
     ledger: CallLedger
     settings: RunSettings
+    limits: RunLimits
     usage: RunUsage = field(default_factory=RunUsage)
     records: list[ToolCallRecord] = field(default_factory=list)
     step: int = 0
@@ -63,6 +65,8 @@ class RunState:
     trace: RunTrace = field(default_factory=lambda: RunTrace.off())
     timeout: float | None = None  # the run's, in seconds (`deadline` is when it ends)
     confidence: dict[str, Any] = field(default_factory=dict)  # call id: its arguments' `FieldConfidence`s
+    validation_context: Any = None  # given to pydantic validators of tool arguments and the output
+    runtime: Runtime | None = None  # the run's (an override's, or the agent's); None: the default model
 
     def context(self) -> dict[str, Any]:
         return {"messages": list(self.messages), "usage": self.usage}

@@ -70,6 +70,43 @@ def agent_features(rt: Runtime) -> None:
     for value in agentkit.stream_extract_sync(Person, "Ann is 31.", runtime=rt, max_tokens=64):
         print(value)
     print(retries, agentkit.extract(Person, "Ann", runtime=rt, max_retries=0, output_validator=adult))
+    run_limits(rt)
+
+
+def run_limits(rt: Runtime) -> None:
+    """Usage limits, an override for a block, a prompt made per run, a validation context,
+    a tool's own retries, and the one error tree."""
+
+    def prompt(ctx: agentkit.RunContext[str]) -> str:
+        return f"The user is {ctx.deps}."
+
+    async def async_prompt(ctx: agentkit.RunContext[str]) -> str:
+        return "Be brief."
+
+    @tool(retries=3)
+    def lookup_city(city: str) -> str:
+        """Look a city up."""
+        return city
+
+    own_retries: int | None = lookup_city.retries
+    built: Tool = Tool(get_weather.fn, retries=1)
+    agent = Agent([lookup_city, built], rt, system_prompt=prompt, output_type=Person)
+    Agent([], rt, system_prompt=async_prompt)
+    limits = agentkit.UsageLimits(request_limit=3, tool_calls_limit=2, input_tokens_limit=10_000,
+                                  output_tokens_limit=500, total_tokens_limit=10_500)
+    with agent.override(runtime=ScriptedRuntime(['{"name":"Ann","age":31}']), model_settings={"temperature": 0.0}):
+        try:
+            result = agent.run_sync("Who?", deps="Ann", usage_limits=limits, validation_context={"strict": True})
+            assert_type(result, RunResult[Person])
+        except agentkit.UsageLimitExceeded as exc:
+            which: str = exc.limit
+            print(which)
+        except agentkit.RunError as exc:
+            if isinstance(exc, agentkit.OutputRetriesExceeded):
+                print(exc.violations, exc.messages)
+    for event in agent.run_stream_sync("Who?", usage_limits=limits, validation_context=None):
+        print(event)
+    print(own_retries, limits.request_limit)
 
 
 def tools_and_agents(rt: Runtime) -> None:
