@@ -8,8 +8,10 @@ models often write anyway (a fence may also hold the turn's calls as a JSON list
 line, as models asked for several write them; with `listed`, every envelope holds the calls
 as one list, and only so). A tuple of envelopes lets the model open each call in whichever of
 them it chooses. Several calls follow one another,
-separated by a newline. `whitespace` allows up to that many blanks between the JSON
-tokens of the call (so a model may pretty-print it as it would unconstrained). `preamble`
+separated by a newline. The call's JSON is in one form with its arguments', as
+`from_json_schema` takes it: compact by default, `whitespace` allows up to that many blanks
+between its tokens (so a model may pretty-print it as it would unconstrained), `separators`
+fixes them (`(", ", ": ")`: as `json.dumps` writes, `{"name": "f", "arguments": {"a": 1}}`). `preamble`
 lets free text come before the first call, as tool models often write ("I will look that up."):
 the text holds no tag or fence opening, and the first one it reaches begins the call.
 
@@ -30,7 +32,7 @@ from typing import Any, Collection, Literal, Sequence
 from ._byte_budget import ByteLengths, within_bytes
 from ._errors import CompileError
 from ._grammar import Dropped, Grammar, Ignored, merge_rules
-from ._jsonschema import PYTHON_COMMA, from_json_schema, keyword_arguments
+from ._jsonschema import PYTHON_COMMA, Form, from_json_schema, json_form, keyword_arguments
 from ._schema_union import moved
 from ._ir import ANY_CHAR, Node, alt, char_set, chars, lit, negate, opt, ref, repeat, seq, star
 from ._timing import logged_compile, tool_set_size
@@ -78,15 +80,18 @@ class ToolSchema:
 
 
 def arguments(
-    schema: dict[str, Any] | bool, *, lenient: bool = False, whitespace: int | None = None
+    schema: dict[str, Any] | bool, *, lenient: bool = False, whitespace: int | None = None,
+    separators: Sequence[str] | None = None,
 ) -> Grammar:
-    """The grammar of one argument object for a tool with this JSON Schema."""
-    return from_json_schema(_object_schema(schema), lenient=lenient, whitespace=whitespace)
+    """The grammar of one argument object for a tool with this JSON Schema (in the form
+    `from_json_schema` writes)."""
+    return from_json_schema(_object_schema(schema), lenient=lenient, whitespace=whitespace, separators=separators)
 
 
-def _keyword_arguments(schema: dict[str, Any] | bool, *, lenient: bool, whitespace: int | None) -> Grammar:
+def _keyword_arguments(schema: dict[str, Any] | bool, *, lenient: bool, whitespace: int | None,
+                       separators: Sequence[str] | None) -> Grammar:
     """A tool's arguments as the keyword arguments of a Python call (the python envelope)."""
-    return keyword_arguments(_object_schema(schema), lenient=lenient, whitespace=whitespace)
+    return keyword_arguments(_object_schema(schema), lenient=lenient, whitespace=whitespace, separators=separators)
 
 
 def _object_schema(schema: dict[str, Any] | bool) -> dict[str, Any] | bool:
@@ -106,17 +111,19 @@ def _object_schema(schema: dict[str, Any] | bool) -> dict[str, Any] | bool:
 
 
 def _call_rules(
-    tools: Sequence[ToolSchema], lenient: bool, whitespace: int | None, python: bool = False
+    tools: Sequence[ToolSchema], lenient: bool, whitespace: int | None, python: bool = False,
+    separators: Sequence[str] | None = None,
 ) -> tuple[Node, dict[str, Node], tuple[Dropped, ...], tuple[Ignored, ...]]:
-    """One call of any of the tools: the JSON call object, or (`python`) `name(arguments)`."""
+    """One call of any of the tools: the JSON call object, or (`python`) `name(arguments)`;
+    the call's JSON in its arguments' form (its blanks the rule `ws`, as theirs)."""
     if not tools:
         raise CompileError("at least one tool is needed", keyword="tools")
     names = [t.name for t in tools]
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise CompileError(f"tool names must be unique; repeated: {', '.join(dup)}", keyword="name")
-    rules: dict[str, Node] = {}
-    ws = _blanks(whitespace)
+    form = json_form(whitespace, separators)
+    rules: dict[str, Node] = dict(form.rules)
     branches = []
     dropped: list[Dropped] = []
     ignored: list[Ignored] = []
@@ -124,7 +131,8 @@ def _call_rules(
         if python and not _PY_NAME.fullmatch(tool.name):
             raise CompileError(f"tool name {tool.name!r} can't be written as a Python call", keyword="name")
         try:
-            g = (_keyword_arguments if python else arguments)(tool.schema, lenient=lenient, whitespace=whitespace)
+            g = (_keyword_arguments if python else arguments)(tool.schema, lenient=lenient, whitespace=whitespace,
+                                                              separators=separators)
         except CompileError as exc:
             raise CompileError(
                 f"tool {tool.name!r}: {exc.reason}",
@@ -136,12 +144,10 @@ def _call_rules(
         name = json.dumps(tool.name, ensure_ascii=False)
         if python:
             branches.append(seq(lit(tool.name + "("), ref(prefix + g.root), lit(")")))
-        elif ws is None:
-            branches.append(seq(lit('{"name":' + name + ',"arguments":'), ref(prefix + g.root), lit("}")))
         else:
-            pieces = ["{", '"name"', ":", name, ",", '"arguments"', ":"]
-            head = [node for piece in pieces for node in (lit(piece), ws)]
-            branches.append(seq(*head, ref(prefix + g.root), ws, lit("}")))
+            head = [lit("{"), form.inner, lit('"name"'), form.colon, lit(name), form.comma, lit('"arguments"'),
+                    form.colon]
+            branches.append(seq(*head, ref(prefix + g.root), form.inner, lit("}")))
         dropped += [Dropped(d.keyword, f"/{tool.name}{d.pointer}", d.reason) for d in g.dropped]
         ignored += [Ignored(d.keyword, f"/{tool.name}{d.pointer}") for d in g.ignored]
     # One rule that every place a call may be written refers to: a turn's grammar writes the
@@ -171,42 +177,36 @@ def _later_calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None
     return repeat(seq(lit("\n"), _one_call(call, chosen)), 0, _more_calls(max_calls))
 
 
-def _blanks(whitespace: int | None) -> Node | None:
-    """Up to `whitespace` blanks between a call's JSON tokens (None: compact, no blanks)."""
-    return repeat(char_set(_BLANKS), 0, whitespace) if whitespace else None
+def _call_list(call: Node, max_calls: int | None, form: Form) -> Node:
+    """A JSON list of one to `max_calls` calls (in the calls' form): all of a turn's calls in one fence."""
+    more = repeat(seq(form.comma, call), 0, _more_calls(max_calls))
+    return seq(lit("["), form.inner, call, more, form.inner, lit("]"))
 
 
-def _call_list(call: Node, max_calls: int | None, whitespace: int | None) -> Node:
-    """A JSON list of one to `max_calls` calls: all of a turn's calls in one fence."""
-    ws = _blanks(whitespace) if whitespace else lit("")
-    more = repeat(seq(ws, lit(","), ws, call), 0, _more_calls(max_calls))
-    return seq(lit("["), ws, call, more, ws, lit("]"))
-
-
-def _several_in_fence(call: Node, max_calls: int | None, whitespace: int | None) -> list[Node]:
+def _several_in_fence(call: Node, max_calls: int | None, form: Form) -> list[Node]:
     """What one fence may hold besides a lone call, the two forms models asked for several calls
     write them in: the turn's calls as a JSON list, and (where a turn holds more than one) two
     to `max_calls` calls one a line."""
-    bodies = [_call_list(call, max_calls, whitespace)]
+    bodies = [_call_list(call, max_calls, form)]
     more = _more_calls(max_calls)
     if more != 0:
         bodies.append(seq(call, repeat(seq(lit("\n"), call), 1, more)))
     return bodies
 
 
-def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whitespace: int | None,
+def _calls(call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, form: Form,
            listed: bool = False) -> Node:
     if listed:
-        return alt(*(_listed_in(e, call, max_calls, whitespace) for e in chosen))
+        return alt(*(_listed_in(e, call, max_calls, form) for e in chosen))
     if chosen == ("python",):
         in_list = seq(call, repeat(seq(PYTHON_COMMA, call), 0, _more_calls(max_calls)))
         return alt(seq(lit("["), in_list, lit("]")), in_list)
     forms = [seq(_one_call(call, chosen), _later_calls(call, chosen, max_calls))]
     if "json" in chosen:
-        forms.append(_call_list(call, max_calls, whitespace))
+        forms.append(_call_list(call, max_calls, form))
     if "fenced" in chosen:
         before, after = _WRAP["fenced"]
-        forms += [seq(lit(before), body, lit(after)) for body in _several_in_fence(call, max_calls, whitespace)]
+        forms += [seq(lit(before), body, lit(after)) for body in _several_in_fence(call, max_calls, form)]
     return alt(*forms) if len(forms) > 1 else forms[0]
 
 
@@ -215,10 +215,10 @@ def _listed(chosen: tuple[Envelope, ...], listed: bool) -> bool:
     return listed and chosen != ("python",)
 
 
-def _listed_in(e: Envelope, call: Node, max_calls: int | None, whitespace: int | None) -> Node:
+def _listed_in(e: Envelope, call: Node, max_calls: int | None, form: Form) -> Node:
     """All of a turn's calls as one JSON list inside envelope `e` (bare, in a tag, in a fence)."""
     before, after = _WRAP[e]
-    return seq(lit(before), _call_list(call, max_calls, whitespace), lit(after))
+    return seq(lit(before), _call_list(call, max_calls, form), lit(after))
 
 
 def _delimited(chosen: tuple[Envelope, ...]) -> tuple[Envelope, ...]:
@@ -231,8 +231,8 @@ def _delimited(chosen: tuple[Envelope, ...]) -> tuple[Envelope, ...]:
 
 
 def _preamble_rules(
-    call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, whitespace: int | None, *, may_end: bool,
-    listed: bool = False, bounded: bool = False,
+    call: Node, chosen: tuple[Envelope, ...], max_calls: int | None, form: Form, *, may_end: bool,
+    listed: bool = False, bounded: bool = False, blanks: int = 0,
 ) -> dict[str, Node]:
     """Rules for text before the first call: `preamble` is its start (blanks, then a character
     other than `{`, so it never reads as a bare call).
@@ -241,13 +241,14 @@ def _preamble_rules(
     the longest text end that begins an opening), so it never holds an opening: the first
     opening it reaches continues as that envelope's call, then any later calls. With
     `may_end`, the text may also end anywhere (a final answer); otherwise a call must follow.
-    `bounded`: the plainer text of `_plain_preamble`, which a byte budget can bound.
+    `bounded`: the plainer text of `_plain_preamble`, which a byte budget can bound, after at
+    most `blanks` blanks.
     """
     openings = {_OPENING[e]: e for e in _delimited(chosen)}
     later = _later_calls(call, chosen, max_calls)
     if bounded:
-        return _plain_preamble(openings, call, later, max_calls, whitespace, may_end=may_end, listed=listed,
-                               bare={"{", "["} if "json" in chosen else {"{"})
+        return _plain_preamble(openings, call, later, max_calls, form, may_end=may_end, listed=listed,
+                               bare={"{", "["} if "json" in chosen else {"{"}, blanks=blanks)
     prefixes = sorted({o[:k] for o in openings for k in range(len(o))})
     names = {prefix: f"preamble-{i}" for i, prefix in enumerate(prefixes)}
     alphabet = sorted({c for o in openings for c in o})
@@ -258,7 +259,7 @@ def _preamble_rules(
             suffix = text[start:]
             if suffix in openings:
                 e = openings[suffix]
-                return _opened(e, len(suffix), call, later, max_calls, whitespace, listed)
+                return _opened(e, len(suffix), call, later, max_calls, form, listed)
             if suffix in names:
                 return ref(names[suffix])
         raise AssertionError("the empty suffix is always a state")
@@ -276,34 +277,34 @@ def _preamble_rules(
     return rules
 
 
-def _opened(e: Envelope, read: int, call: Node, later: Node, max_calls: int | None, whitespace: int | None,
+def _opened(e: Envelope, read: int, call: Node, later: Node, max_calls: int | None, form: Form,
             listed: bool) -> Node:
     """What follows the first `read` characters of envelope `e`'s opening after a preamble: the
     rest of its opening, then the calls."""
     before, close = _WRAP[e]
     rest = lit(before[read:])
     if listed:
-        return seq(rest, _call_list(call, max_calls, whitespace), lit(close))
+        return seq(rest, _call_list(call, max_calls, form), lit(close))
     calls = seq(rest, call, lit(close), later)
     if e == "fenced":
-        return alt(calls, *(seq(rest, body, lit(close)) for body in _several_in_fence(call, max_calls, whitespace)))
+        return alt(calls, *(seq(rest, body, lit(close)) for body in _several_in_fence(call, max_calls, form)))
     return calls
 
 
 def _plain_preamble(openings: dict[str, Envelope], call: Node, later: Node, max_calls: int | None,
-                    whitespace: int | None, *, may_end: bool, listed: bool, bare: set[str]) -> dict[str, Node]:
+                    form: Form, *, may_end: bool, listed: bool, bare: set[str], blanks: int) -> dict[str, Node]:
     """The preamble under a byte budget: text that holds no character an opening begins with
     (so it reaches no opening but its last), a sub-language of the preamble's with no rule
     that recurses, so its length can be bounded. Then an opening and the calls, or (`may_end`)
     the end."""
     firsts = {o[0] for o in openings}
-    opened = [_opened(e, 0, call, later, max_calls, whitespace, listed) for e in openings.values()]
+    opened = [_opened(e, 0, call, later, max_calls, form, listed) for e in openings.values()]
     text_chars = _chars_except([(0, 0x10FFFF)], without=firsts)
     first = _chars_except([(0, 0x10FFFF)], without=firsts | set(_BLANKS) | bare)
     text = seq(first, star(text_chars))
     # Text then calls, and (`may_end`) text alone as its own branch: an answer keeps the whole budget.
     forms = [seq(text, alt(*opened)), *([text] if may_end else []), *opened]
-    return {"preamble": seq(repeat(char_set(_BLANKS), 0, whitespace or 0), alt(*forms))}
+    return {"preamble": seq(repeat(char_set(_BLANKS), 0, blanks), alt(*forms))}
 
 
 @logged_compile("tool-calls", tool_set_size)
@@ -314,6 +315,7 @@ def tool_calls(
     max_calls: int | None = 1,
     lenient: bool = False,
     whitespace: int | None = None,
+    separators: Sequence[str] | None = None,
     preamble: bool = False,
     listed: bool = False,
     max_bytes: int | None = None,
@@ -322,6 +324,8 @@ def tool_calls(
     free text may come first, and the first tag or fence it reaches opens the calls. With
     `listed`, the calls are one JSON list in whichever envelope opens them (bare, a tag, a
     fence), so a second call is a comma away from the first, and "one call" is a list of one.
+    `whitespace` or `separators`: the form of the calls' JSON, as `from_json_schema` takes it
+    (compact by default).
 
     `max_bytes`: every sentence at most that many UTF-8 bytes (see `within_bytes`), for a model
     whose turn must end within as many tokens and no decoder that can close it: fewer calls,
@@ -329,12 +333,14 @@ def tool_calls(
     chosen = envelopes(envelope)
     listed = _listed(chosen, listed)
     python = chosen == ("python",)
-    max_calls, whitespace = _fitted(tools, max_bytes, max_calls, lenient, whitespace, python)
-    call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=python)
-    rules["root"] = _calls(call, chosen, max_calls, whitespace, listed)
+    json_form(whitespace, separators)  # checked as given, before a byte budget lowers the blanks
+    max_calls, whitespace = _fitted(tools, max_bytes, max_calls, lenient, whitespace, python, separators)
+    form = json_form(whitespace, separators)
+    call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=python, separators=separators)
+    rules["root"] = _calls(call, chosen, max_calls, form, listed)
     if preamble:
-        rules.update(_preamble_rules(call, chosen, max_calls, whitespace, may_end=False, listed=listed,
-                                     bounded=max_bytes is not None))
+        rules.update(_preamble_rules(call, chosen, max_calls, form, may_end=False, listed=listed,
+                                     bounded=max_bytes is not None, blanks=whitespace or 0))
         rules["root"] = alt(rules["root"], ref("preamble"))
     schema = calls_schema(tools) if "json" in chosen else None
     g = Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls", schema=schema)
@@ -348,14 +354,15 @@ _WRAPPING = max(len(before) + len(after) for before, after in _WRAP.values()) + 
 
 
 def _fitted(tools: Sequence[ToolSchema], max_bytes: int | None, max_calls: int | None, lenient: bool,
-            whitespace: int | None, python: bool) -> tuple[int | None, int | None]:
+            whitespace: int | None, python: bool,
+            separators: Sequence[str] | None = None) -> tuple[int | None, int | None]:
     """`max_calls` and `whitespace` for turns of at most `max_bytes` bytes: as many calls as
     leave each room for three times its shortest, and blanks that take a small share of a
     call's room, so most of the budget goes to the arguments' values."""
     if max_bytes is None:
         return max_calls, whitespace
     _more_calls(max_calls)
-    _, rules, _, _ = _call_rules(tools, lenient, None, python=python)
+    _, rules, _, _ = _call_rules(tools, lenient, None, python=python, separators=separators)
     shortest = ByteLengths(rules).rule_lo["call"] + _WRAPPING
     calls = max(1, int(max_bytes // (3 * shortest)))
     calls = calls if max_calls is None else min(calls, max_calls)
@@ -454,6 +461,7 @@ def tool_calls_or_text(
     max_calls: int | None = 1,
     lenient: bool = False,
     whitespace: int | None = None,
+    separators: Sequence[str] | None = None,
     preamble: bool = False,
     listed: bool = False,
     max_bytes: int | None = None,
@@ -467,12 +475,14 @@ def tool_calls_or_text(
     chosen = envelopes(envelope)
     listed = _listed(chosen, listed)
     python = chosen == ("python",)
-    max_calls, whitespace = _fitted(tools, max_bytes, max_calls, lenient, whitespace, python)
-    call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=python)
-    rules["calls"] = _calls(call, chosen, max_calls, whitespace, listed)
+    json_form(whitespace, separators)  # checked as given, before a byte budget lowers the blanks
+    max_calls, whitespace = _fitted(tools, max_bytes, max_calls, lenient, whitespace, python, separators)
+    form = json_form(whitespace, separators)
+    call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=python, separators=separators)
+    rules["calls"] = _calls(call, chosen, max_calls, form, listed)
     if preamble:
-        rules.update(_preamble_rules(call, chosen, max_calls, whitespace, may_end=True, listed=listed,
-                                     bounded=max_bytes is not None))
+        rules.update(_preamble_rules(call, chosen, max_calls, form, may_end=True, listed=listed,
+                                     bounded=max_bytes is not None, blanks=whitespace or 0))
         rules["text"] = ref("preamble")
     else:
         leading = None if max_bytes is None else whitespace or 0

@@ -30,32 +30,38 @@ composes them): refs → expand/negate/merge → facet graph → lower, each con
 from __future__ import annotations
 
 import json
+from typing import Sequence
 
 from .._errors import CompileError, LimitError
 from .._grammar import Grammar
 from .._timing import logged_compile, schema_size
 from .compiler import _Compiler
+from .form import Form, json_form
 from .limits import MAX_INTEGER_DIGITS
 from .refs import escape_token
 from .vocabulary import PYTHON_COMMA
 
-__all__ = ["PYTHON_COMMA", "any_json", "from_json_schema", "keyword_arguments"]
+__all__ = ["PYTHON_COMMA", "Form", "any_json", "from_json_schema", "json_form", "keyword_arguments"]
 
 
-def any_json(*, whitespace: int | None = None) -> Grammar:
-    """Any JSON value (compact, or with at most `whitespace` blanks between tokens)."""
-    return from_json_schema(True, whitespace=whitespace)
+def any_json(*, whitespace: int | None = None, separators: Sequence[str] | None = None) -> Grammar:
+    """Any JSON value, in the form `from_json_schema` writes."""
+    return from_json_schema(True, whitespace=whitespace, separators=separators)
 
 
 @logged_compile("json-schema", schema_size)
 def from_json_schema(
-    schema: dict | bool | str, *, lenient: bool = False, whitespace: int | None = None
+    schema: dict | bool | str, *, lenient: bool = False, whitespace: int | None = None,
+    separators: Sequence[str] | None = None,
 ) -> Grammar:
     """The grammar of the JSON texts of the values `schema` accepts.
 
-    `schema` may be JSON text. Output is compact JSON unless `whitespace` allows up to that many
-    blanks between tokens. Objects keep the schema's property order (optional ones may be
-    skipped; extra keys, where allowed, follow the declared ones).
+    `schema` may be JSON text. Output is compact JSON (`{"a":1,"b":[2,3]}`) unless `whitespace`
+    allows up to that many blanks around every token, or `separators` fixes the text between
+    tokens as `json.dumps` takes it: `(", ", ": ")` is `json.dumps`'s own form, `{"a": 1,
+    "b": [2, 3]}` (each separator is its `,` or `:` with JSON blanks around it; nothing follows
+    `{`/`[` or comes before `}`/`]`). Objects keep the schema's property order (optional ones
+    may be skipped; extra keys, where allowed, follow the declared ones).
     """
     source = "json-schema"
     if isinstance(schema, str):
@@ -65,7 +71,7 @@ def from_json_schema(
             raise CompileError(f"schema is not valid JSON: {e}", keyword="$schema", pointer="") from None
         except RecursionError:  # the decoder's own depth bound
             raise LimitError("schema text nests too deeply to parse", pointer="") from None
-    compiler = _compiler_for(schema, lenient, whitespace)
+    compiler = _compiler_for(schema, lenient, whitespace, separators)
     root = compiler.compile_root()
     return Grammar(
         compiler.rules | {"root": root},
@@ -77,24 +83,25 @@ def from_json_schema(
     )
 
 
-def keyword_arguments(schema: dict | bool, *, lenient: bool = False, whitespace: int | None = None) -> Grammar:
+def keyword_arguments(schema: dict | bool, *, lenient: bool = False, whitespace: int | None = None,
+                      separators: Sequence[str] | None = None) -> Grammar:
     """The grammar of an object schema's values written as Python keyword arguments,
-    `name=value, name=value` (values in JSON, blanks as `from_json_schema`; the comma may take
-    one space): the body of a call `f(...)`. Only declared properties can be written."""
-    compiler = _compiler_for(schema, lenient, whitespace)
+    `name=value, name=value` (values in JSON, in the form `from_json_schema` writes; the comma
+    between arguments may take one space): the body of a call `f(...)`. Only declared
+    properties can be written."""
+    compiler = _compiler_for(schema, lenient, whitespace, separators)
     root = compiler.compile_keywords()
     return Grammar(compiler.rules | {"root": root}, "root", dropped=tuple(compiler.dropped),
                    ignored=tuple(compiler.ignored), source="keyword-arguments")
 
 
-def _compiler_for(schema, lenient: bool, whitespace: int | None) -> _Compiler:
+def _compiler_for(schema, lenient: bool, whitespace: int | None, separators: Sequence[str] | None) -> _Compiler:
     """A compiler for a parsed schema, its arguments checked."""
     if not isinstance(schema, (dict, bool)):
         raise CompileError("a schema must be an object or a boolean", pointer="")
-    if whitespace is not None and (not isinstance(whitespace, int) or whitespace < 0):
-        raise CompileError("whitespace must be a non-negative integer or None", keyword="whitespace")
+    form = json_form(whitespace, separators)
     _check_integers(schema)
-    return _Compiler(schema, lenient=lenient, whitespace=whitespace or 0)
+    return _Compiler(schema, lenient=lenient, form=form)
 
 
 def _check_integers(schema) -> None:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from .._errors import CompileError, LimitError
 from .._grammar import Dropped, Ignored
-from .._ir import EMPTY, Node, alt, char_set, ref, repeat
+from .._ir import Node, alt, ref
 from .context import ContextMixin, Notes
 from .expansion import ExpansionMixin
 from .facets import Facets, MergingMixin
+from .form import Form
 from .graph import GraphMixin, Shape, Vertex, conj_key
 from .helpers import _size
 from .lower_containers import ContainerLoweringMixin
@@ -29,7 +30,7 @@ class _Compiler(ContextMixin, GraphMixin, ExpansionMixin, NegationMixin, Merging
     rule per conjunction. Each base class is one room of this package; they share this
     object's state, set up here."""
 
-    def __init__(self, schema: dict | bool, *, lenient: bool, whitespace: int):
+    def __init__(self, schema: dict | bool, *, lenient: bool, form: Form):
         self.lenient = lenient
         self.document = Document(schema)
         self.root_dialect = self.document.root.dialect
@@ -38,12 +39,10 @@ class _Compiler(ContextMixin, GraphMixin, ExpansionMixin, NegationMixin, Merging
         self.ignored: list[Ignored] = []
         self._seen_ignored: set[tuple[str, str]] = set()
         self._seen_dropped: set[tuple[str, str]] = set()
-        # The blanks allowed between tokens, one rule every place refers to: a rule used in many
-        # places is built once and called, not spelled out at each of them.
-        self.ws = EMPTY
-        if whitespace:
-            self.rules["ws"] = repeat(char_set(" \t\n\r"), 0, whitespace)
-            self.ws = ref("ws")
+        # The text between tokens (see `form`); free blanks are one rule every place refers
+        # to: a rule used in many places is built once and called, not spelled out at each.
+        self.rules.update(form.rules)
+        self.ws, self.comma, self.colon = form.inner, form.comma, form.colon
         self.graph: dict[tuple, Vertex] = {}  # the first pass's: see `graph`
         self._leaf_vertices: dict[tuple, tuple[tuple, Notes]] = {}  # by `_leaf_key`: the first's key, its notes
         self._compiled: dict[tuple, Node] = {}

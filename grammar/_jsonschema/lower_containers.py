@@ -46,8 +46,7 @@ class ContainerLoweringMixin:
             self.refuse("uniqueItems is not supported beyond maxItems 1", "uniqueItems", f.unique)
         *positions, rest = [self.lower_conj(c) for c in conjs]
         n_prefix = len(positions)
-        ws = self.ws
-        sep = seq(ws, lit(","), ws)
+        ws, sep = self.ws, self.comma
 
         # Built from the last position in: item i follows i items already written.
         stop = n_prefix if hi is None else min(n_prefix, hi)
@@ -118,7 +117,7 @@ class ContainerLoweringMixin:
                                        keyword="properties", pointer=f"{f.pointer}/properties/{name}")
                 members.append((name, seq(lit(name + "="), value), name in f.required))
             else:
-                members.append((name, seq(quoted(name), ws, lit(":"), ws, value), name in f.required))
+                members.append((name, seq(quoted(name), self.colon, value), name in f.required))
         extras = NOTHING if keywords else self.extra_members(f, declared)
         if len(f.other_keys) > MAX_OTHER_KEY:
             raise LimitError("too many 'some other key' constraints", keyword="additionalProperties", pointer=f.pointer)
@@ -156,7 +155,6 @@ class ContainerLoweringMixin:
 
     def extra_members(self, f: Facets, declared: list[str]) -> Node:
         """One member whose key is not declared: its key language and value, by pattern region."""
-        ws = self.ws
         patterns, regions = self.extra_regions(f)
         names_language = self.names_dfa(f)
         out: list[Node] = []
@@ -175,7 +173,7 @@ class ContainerLoweringMixin:
                 if key is NOTHING:
                     continue
                 key_text = string_text(key, self.encoded_rule)
-            out.append(self.rule(self.name("extra"), seq(key_text, ws, lit(":"), ws, value)))
+            out.append(self.rule(self.name("extra"), seq(key_text, self.colon, value)))
         return alt(*out)
 
     def names_dfa(self, f: Facets) -> lang.DFA | None:
@@ -237,7 +235,7 @@ class ContainerLoweringMixin:
         `extras count`. `lo_at` is the keyword and pointer `lo` came from (minProperties at
         `pointer` unless told)."""
         if sep is None:
-            sep = seq(self.ws, lit(","), self.ws)
+            sep = self.comma
         n = len(members)
         if (hi is not None and hi < lo) or (extra == NOTHING and lo > n):
             return NOTHING

@@ -24,11 +24,11 @@ class LoweringMixin:
 
     def any_value(self) -> Node:
         if self._any_value is None:
-            ws = self.ws
+            ws, comma = self.ws, self.comma
             value = ref("json-value")
-            member = seq(self.json_string(), ws, lit(":"), ws, value)
-            obj = seq(lit("{"), ws, opt(seq(member, repeat(seq(ws, lit(","), ws, member), 0, None))), ws, lit("}"))
-            arr = seq(lit("["), ws, opt(seq(value, repeat(seq(ws, lit(","), ws, value), 0, None))), ws, lit("]"))
+            member = seq(self.json_string(), self.colon, value)
+            obj = seq(lit("{"), ws, opt(seq(member, repeat(seq(comma, member), 0, None))), ws, lit("}"))
+            arr = seq(lit("["), ws, opt(seq(value, repeat(seq(comma, value), 0, None))), ws, lit("]"))
             self.rules["json-object"] = obj
             self.rules["json-array"] = arr
             self.rules["json-value"] = alt(

@@ -91,16 +91,16 @@ class ProofsMixin:
         return alt(*texts)
 
     def value_text(self, value) -> Node:
-        """The JSON text of one value: compact, object keys in the value's own order (one
-        spelling per value keeps the text linear in the value's size; the grammar may accept
-        fewer spellings than the validator, never more)."""
+        """The JSON text of one value in the grammar's form, object keys in the value's own
+        order (one spelling per value keeps the text linear in the value's size; the grammar
+        may accept fewer spellings than the validator, never more)."""
         ws = self.ws
         if isinstance(value, dict):
-            members = [seq(quoted(k), ws, lit(":"), ws, self.value_text(v)) for k, v in value.items()]
-            return seq(lit("{"), ws, _joined(members, seq(ws, lit(","), ws)), ws, lit("}"))
+            members = [seq(quoted(k), self.colon, self.value_text(v)) for k, v in value.items()]
+            return seq(lit("{"), ws, _joined(members, self.comma), ws, lit("}"))
         if isinstance(value, list):
             items = [self.value_text(v) for v in value]
-            return seq(lit("["), ws, _joined(items, seq(ws, lit(","), ws)), ws, lit("]"))
+            return seq(lit("["), ws, _joined(items, self.comma), ws, lit("]"))
         if isinstance(value, str):
             return quoted(value)
         return lit(json.dumps(value))
