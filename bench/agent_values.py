@@ -331,13 +331,13 @@ def main(argv: list[str] | None = None) -> int:
     outcomes: list[Outcome] = []
     for options in modes:
         outcomes += run_mode(requests, runtime, options, args.verbose)
+        if args.json:  # after each mode, so a run stopped midway keeps the modes it finished
+            args.json.write_text(json.dumps({
+                "model": args.model or "default", "split": args.split,
+                "summaries": [dataclasses.asdict(s) for s in summarize(outcomes)],
+                "outcomes": [dataclasses.asdict(o) for o in outcomes],
+            }, indent=1, ensure_ascii=False))
     print(report(outcomes))
-    if args.json:
-        args.json.write_text(json.dumps({
-            "model": args.model or "default", "split": args.split,
-            "summaries": [dataclasses.asdict(s) for s in summarize(outcomes)],
-            "outcomes": [dataclasses.asdict(o) for o in outcomes],
-        }, indent=1, ensure_ascii=False))
     return 0
 
 
