@@ -204,7 +204,8 @@ async def _generate(rt: Runtime, messages: list[dict[str, Any]], spec: OutputSpe
     """One generation of an extraction, whole (not cut by its budget), or a typed error."""
     with runtime_errors(rt, messages, max_tokens):
         generation = await rt.generate(
-            messages, grammar=spec.grammar, max_tokens=max_tokens, temperature=temperature, seed=seed, scores=scores
+            messages, grammar=spec.grammar_for(rt, max_tokens), max_tokens=max_tokens, temperature=temperature,
+            seed=seed, scores=scores,
         )
     check_ending(generation, messages, max_tokens, usage)
     return generation

@@ -25,6 +25,12 @@ T = TypeVar("T")
 OutputValidator = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
 """A function given a final answer, returning the answer to keep, or raising `ModelRetry`."""
 
+JSON_FORM: dict[str, Any] = {}
+"""The form of the JSON every output grammar holds a model to (every extraction entry point,
+`Agent(output_type=...)`), as `grammar.from_json_schema`'s keywords: `{}` compact,
+`{"separators": (", ", ": ")}` as `json.dumps` writes, `{"whitespace": N}` up to N free blanks
+between tokens. Read when a type's grammar is built (once per type and process)."""
+
 
 async def apply_validator(validator: OutputValidator, value: Any) -> Any:
     """`validator(value)`, awaited where it is async."""
@@ -59,11 +65,23 @@ class OutputSpec(Generic[T]):
                 pydantic.errors.PydanticInvalidForJsonSchema) as exc:
             raise ToolDefinitionError(f"output {label}", f"type has no JSON Schema: {exc}") from None
         try:
-            self.grammar: Grammar = grammar.from_json_schema(self.schema, lenient=True)
+            self.grammar: Grammar = grammar.from_json_schema(self.schema, lenient=True, **JSON_FORM)
         except CompileError as exc:
             raise ToolDefinitionError(f"output {label}", exc.reason, keyword=exc.keyword, pointer=exc.pointer) from None
         self._validator = SchemaValidator(self.schema)
         self.constraints: Constraints = report(self.schema, self.grammar, checked_formats=self._validator.formats)
+        self._within: dict[int, Grammar] = {}
+
+    def grammar_for(self, runtime: Any, max_tokens: int) -> Grammar:
+        """The grammar to send `runtime`: where it cannot close a document at its token budget
+        itself (a server: `steers_budget` False), held to sentences of at most `max_tokens`
+        bytes, so the output always ends within as many tokens, blanks included.
+        `grammar.LimitError` where not even the shortest output fits."""
+        if getattr(runtime, "steers_budget", True):
+            return self.grammar
+        if max_tokens not in self._within:
+            self._within[max_tokens] = grammar.within_bytes(self.grammar, max_tokens)
+        return self._within[max_tokens]
 
     def instructions(self) -> str:
         """The sentence that tells a model what to write."""

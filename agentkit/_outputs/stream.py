@@ -41,7 +41,8 @@ async def stream_extract(
     rt = resolve_runtime(runtime)
     messages = extraction_messages(spec, text, instructions)
     with runtime_errors(rt, messages, max_tokens):
-        pieces = rt.stream(messages, grammar=spec.grammar, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        pieces = rt.stream(messages, grammar=spec.grammar_for(rt, max_tokens), max_tokens=max_tokens,
+                           temperature=temperature, seed=seed)
     partials = Partials()
     try:
         while True:
