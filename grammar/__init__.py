@@ -13,7 +13,7 @@ from importlib.metadata import version as _distribution_version
 
 from ._errors import CompileError, GGUFError, GrammarError, LimitError, MatcherError
 from ._grammar import Dropped, Grammar, Ignored, ReasoningSpan, either
-from ._jsonschema import any_json, from_json_schema
+from ._jsonschema import GroundedField, Grounding, any_json, from_json_schema
 from ._regex import from_regex
 from ._gbnf_parse import from_gbnf, gbnf_problem, well_formed
 from ._tokens.vocab import Vocabulary
@@ -40,6 +40,8 @@ __all__ = [
     "GGUFError",
     "Grammar",
     "GrammarError",
+    "GroundedField",
+    "Grounding",
     "Ignored",
     "LimitError",
     "Matcher",

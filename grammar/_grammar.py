@@ -77,6 +77,7 @@ class Grammar:
         source: str = "",
         schema: Any = None,
         reasoning: ReasoningSpan | None = None,
+        grounding: tuple[Any, ...] = (),
     ):
         if root not in rules:
             raise CompileError(f"start rule {root!r} is not defined", keyword="root")
@@ -94,6 +95,9 @@ class Grammar:
         # The reasoning span this grammar opens with (`after_reasoning`), whose token budget a
         # local runtime keeps.
         self.reasoning = reasoning
+        # What a compile with a source did at each grounded place (`GroundedField`s): where a
+        # field was held to the source, and where it kept its plain grammar and why.
+        self.grounding = tuple(grounding)
         self._gbnf: str | None = None
 
     @property

@@ -37,11 +37,13 @@ from .._grammar import Grammar
 from .._timing import logged_compile, schema_size
 from .compiler import _Compiler
 from .form import Form, json_form
+from .grounding import GroundedField, Grounding
 from .limits import MAX_INTEGER_DIGITS
 from .refs import escape_token
 from .vocabulary import PYTHON_COMMA
 
-__all__ = ["PYTHON_COMMA", "Form", "any_json", "from_json_schema", "json_form", "keyword_arguments"]
+__all__ = ["PYTHON_COMMA", "Form", "GroundedField", "Grounding", "any_json", "from_json_schema", "json_form",
+           "keyword_arguments"]
 
 
 def any_json(*, whitespace: int | None = None, separators: Sequence[str] | None = None) -> Grammar:
@@ -52,7 +54,7 @@ def any_json(*, whitespace: int | None = None, separators: Sequence[str] | None 
 @logged_compile("json-schema", schema_size)
 def from_json_schema(
     schema: dict | bool | str, *, lenient: bool = False, whitespace: int | None = None,
-    separators: Sequence[str] | None = None,
+    separators: Sequence[str] | None = None, grounding: Grounding | None = None,
 ) -> Grammar:
     """The grammar of the JSON texts of the values `schema` accepts.
 
@@ -62,6 +64,11 @@ def from_json_schema(
     "b": [2, 3]}` (each separator is its `,` or `:` with JSON blanks around it; nothing follows
     `{`/`[` or comes before `}`/`]`). Objects keep the schema's property order (optional ones
     may be skipped; extra keys, where allowed, follow the declared ones).
+
+    With `grounding`, each subschema that says `"grounded": true` holds its strings to spans of
+    `grounding.source` and its numbers to the numbers it writes, within the subschema's own
+    constraints; a field that cannot be so held keeps its plain grammar. `Grammar.grounding`
+    says, per place, which (`GroundedField`).
     """
     source = "json-schema"
     if isinstance(schema, str):
@@ -71,7 +78,9 @@ def from_json_schema(
             raise CompileError(f"schema is not valid JSON: {e}", keyword="$schema", pointer="") from None
         except RecursionError:  # the decoder's own depth bound
             raise LimitError("schema text nests too deeply to parse", pointer="") from None
-    compiler = _compiler_for(schema, lenient, whitespace, separators)
+    if grounding is not None and not isinstance(grounding, Grounding):
+        raise CompileError(f"grounding must be a Grounding, not {type(grounding).__name__}", keyword="grounding")
+    compiler = _compiler_for(schema, lenient, whitespace, separators, grounding)
     root = compiler.compile_root()
     return Grammar(
         compiler.rules | {"root": root},
@@ -80,6 +89,7 @@ def from_json_schema(
         ignored=tuple(compiler.ignored),
         source=source,
         schema=schema,
+        grounding=tuple(compiler.grounded_fields),
     )
 
 
@@ -95,13 +105,14 @@ def keyword_arguments(schema: dict | bool, *, lenient: bool = False, whitespace:
                    ignored=tuple(compiler.ignored), source="keyword-arguments")
 
 
-def _compiler_for(schema, lenient: bool, whitespace: int | None, separators: Sequence[str] | None) -> _Compiler:
+def _compiler_for(schema, lenient: bool, whitespace: int | None, separators: Sequence[str] | None,
+                  grounding: Grounding | None = None) -> _Compiler:
     """A compiler for a parsed schema, its arguments checked."""
     if not isinstance(schema, (dict, bool)):
         raise CompileError("a schema must be an object or a boolean", pointer="")
     form = json_form(whitespace, separators)
     _check_integers(schema)
-    return _Compiler(schema, lenient=lenient, form=form)
+    return _Compiler(schema, lenient=lenient, form=form, grounding=grounding)
 
 
 def _check_integers(schema) -> None:

@@ -12,6 +12,7 @@ from .expansion import ExpansionMixin
 from .facets import Facets, MergingMixin
 from .form import Form
 from .graph import GraphMixin, Shape, Vertex, conj_key
+from .grounding import GroundedField, Grounding, GroundingMixin
 from .helpers import _size
 from .lower_containers import ContainerLoweringMixin
 from .lower_strings import StringLoweringMixin
@@ -21,8 +22,8 @@ from .proofs import ProofsMixin
 from .refs import Document, Place
 
 
-class _Compiler(ContextMixin, GraphMixin, ExpansionMixin, NegationMixin, MergingMixin, ProofsMixin, LoweringMixin,
-                StringLoweringMixin, ContainerLoweringMixin):
+class _Compiler(ContextMixin, GraphMixin, ExpansionMixin, NegationMixin, MergingMixin, ProofsMixin, GroundingMixin,
+                LoweringMixin, StringLoweringMixin, ContainerLoweringMixin):
     """One schema's compile, in two passes. The first (`GraphMixin.build_graph`) takes every
     conjunction of subschemas (`Place`s) reachable from the root once: expanded (refs, allOf,
     not; then branches), each branch merged into `Facets` and proved where `oneOf` needs it,
@@ -30,8 +31,12 @@ class _Compiler(ContextMixin, GraphMixin, ExpansionMixin, NegationMixin, Merging
     rule per conjunction. Each base class is one room of this package; they share this
     object's state, set up here."""
 
-    def __init__(self, schema: dict | bool, *, lenient: bool, form: Form):
+    def __init__(self, schema: dict | bool, *, lenient: bool, form: Form, grounding: Grounding | None = None):
         self.lenient = lenient
+        self.grounding = grounding  # see `grounding`: the source grounded values are held to
+        self.grounded_fields: list[GroundedField] = []
+        self._grounded_strings: dict[tuple, Node | str] = {}
+        self._grounded_numbers: dict[Node, Node | str] = {}
         self.document = Document(schema)
         self.root_dialect = self.document.root.dialect
         self.rules: dict[str, Node] = {}
@@ -130,5 +135,6 @@ class _Compiler(ContextMixin, GraphMixin, ExpansionMixin, NegationMixin, Merging
         noted again at this place."""
         node = self.lower_conj(self.graph[vertex.same_as].conj)
         self.note_again(self._lowering_notes[vertex.same_as], vertex.conj[0].pointer)
+        self.note_grounding_again(self.graph[vertex.same_as].conj[0].pointer, vertex.conj[0].pointer)
         self._compiled[key] = node
         return node

@@ -79,6 +79,11 @@ _ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems")
 _OBJECT_KEYWORDS = ("properties", "patternProperties", "additionalProperties")
 
 
+# A subschema's string and number values held to the source a compile is given (`grounding`);
+# without one, an annotation like any other.
+GROUNDED = "grounded"
+
+
 class _Cyclic(Exception):
     """A conjunction's alternatives were needed while being computed (a recursive oneOf)."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-import weakref
+from collections import OrderedDict
 
 import numpy as np
 
@@ -281,7 +281,11 @@ class CompiledGrammar(PoolMixin, WalksMixin, CountedMixin, ChainsMixin, FramedMi
         return self._vector_mask(allowed, accepting)
 
 
-_COMPILED: "weakref.WeakKeyDictionary[Grammar, dict]" = weakref.WeakKeyDictionary()
+# The compiled grammars `compile` keeps, the most recently used last. A compiled grammar holds
+# its grammar, so a cache keyed weakly by grammar kept every grammar ever compiled alive; one
+# built per text (grounded values) grew it without bound. Past this many, the oldest goes.
+MAX_CACHED_COMPILES = 64
+_COMPILED: "OrderedDict[tuple[Grammar, Vocabulary], CompiledGrammar]" = OrderedDict()
 _COMPILE_LOCK = threading.Lock()
 
 
@@ -296,15 +300,16 @@ def _nothing_to_decode() -> CompileError:
 def compile(grammar: Grammar, vocab: Vocabulary) -> CompiledGrammar:  # noqa: A001 - the natural name
     """Compile `grammar` for `vocab` (cached: the same pair gives the same object)."""
     with _COMPILE_LOCK:
-        per_vocab = _COMPILED.get(grammar)
-        if per_vocab is None:
-            per_vocab = {}
-            _COMPILED[grammar] = per_vocab
-        found = per_vocab.get(vocab)
-        if found is None:
-            started = time.perf_counter()
-            found = CompiledGrammar(grammar, vocab)
-            per_vocab[vocab] = found
-            log_compile("grammar", started,
-                        lambda: f"{grammar!r} for a {found.vocab_size}-id vocabulary ({found.profile.summary()})")
+        key = (grammar, vocab)
+        found = _COMPILED.get(key)
+        if found is not None:
+            _COMPILED.move_to_end(key)
+            return found
+        started = time.perf_counter()
+        found = CompiledGrammar(grammar, vocab)
+        _COMPILED[key] = found
+        if len(_COMPILED) > MAX_CACHED_COMPILES:
+            _COMPILED.popitem(last=False)
+        log_compile("grammar", started,
+                    lambda: f"{grammar!r} for a {found.vocab_size}-id vocabulary ({found.profile.summary()})")
         return found

@@ -1,0 +1,252 @@
+"""Grounded values: a string held to a span of a source text, a number to one the text writes.
+
+A subschema marked `"grounded": true` (`GROUNDED`), compiled with a `Grounding`, gets as its
+string language the source's substrings (`substrings.suffix_automaton`) intersected with its own
+lengths, pattern and format, written through the JSON-escaping homomorphism like every string;
+and as its numbers the values the source writes (`numbers_in`: thousands separators and decimal
+commas read), each in the spellings the field's plain grammar accepts. Where the two cannot be
+composed exactly, or leave no value, the field keeps its plain grammar and says why: grounding
+only ever narrows a field, never widens it, never empties it, never fails a compile.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from functools import cached_property, lru_cache
+
+from .._errors import LimitError
+from .._ir import EMPTY, Counted, Node, Ref, Rules, alt, chars, counted, lit, one_char_ranges, seq, walk
+from . import lang
+from .facets import Facets
+from .limits import MAX_RULES
+from .strings import encode
+from .substrings import suffix_automaton
+from .vocabulary import _ANY_DECODED
+
+# Characters of a source past which its spans are not grounded (the automaton's rules, about
+# one per character, would crowd the rule limit; a compile this large is past any latency goal).
+MAX_SOURCE = 20_000
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """The text whose spans and numbers a grammar's grounded fields are held to.
+
+    Passed to `from_json_schema(schema, grounding=Grounding(text))`; a subschema is grounded
+    where it says `"grounded": true`. A grammar is built per source, so the automaton of its
+    substrings is built once per `Grounding` however many fields and compiles use it.
+    """
+
+    source: str
+
+    @cached_property
+    def substrings(self) -> lang.DFA:
+        """Every substring of the source, the empty one included."""
+        return suffix_automaton(self.source)
+
+    @cached_property
+    def numbers(self) -> tuple[Decimal, ...]:
+        """The numbers the source writes, in order, each once."""
+        return tuple(dict.fromkeys(numbers_in(self.source)))
+
+
+@dataclass(frozen=True)
+class GroundedField:
+    """What grounding did at one place of the schema: `kind` "string" or "number"; `grounded`
+    False where the field kept its plain grammar, `reason` saying why."""
+
+    pointer: str
+    kind: str
+    grounded: bool
+    reason: str = ""
+
+
+# A run of digits with the separators numbers are written with: `.` and `,` (either may be the
+# decimal mark), an apostrophe and the thin or no-break spaces (thousands), starting where no
+# letter, digit or separator stands before it. A sign counts where none stands before it either
+# (not a date's `2025-03`, a range's `18-25`).
+_RUN = re.compile(r"(?:(?<![\w.,'\u2019])([-\u2212]))?(?<![\w.,'\u2019])(\d+(?:[.,'\u2019\u00a0\u202f\u2009]\d+)*)")
+_SEPARATOR = re.compile(r"[.,'\u2019\u00a0\u202f\u2009]")
+
+
+def numbers_in(text: str) -> list[Decimal]:
+    """The numbers `text` writes, each as every reading its separators allow: `1,250.50` and
+    `1.250,50` are 1250.50, `3,5` is 3.5, `1,250` is 1250 or 1.25; a run no reading fits (a
+    version, an address: `1.2.3`) gives each of its digit groups as an integer."""
+    out: list[Decimal] = []
+    for match in _RUN.finditer(text):
+        sign, run = match.group(1), match.group(2)
+        values = _readings(run)
+        if not values:
+            values = [Decimal(group) for group in _SEPARATOR.split(run)]
+            sign = ""
+        out.extend(-v if sign else v for v in values)
+    return out
+
+
+def _readings(run: str) -> list[Decimal]:
+    groups = _SEPARATOR.split(run)
+    seps = _SEPARATOR.findall(run)
+    if not seps:
+        return [Decimal(run)]
+    found = []
+    if len(set(seps)) == 1 and _thousands(groups):  # every separator groups thousands
+        found.append(Decimal("".join(groups)))
+    mark = seps[-1]
+    if mark in ".," and mark not in seps[:-1] and len(set(seps[:-1])) <= 1 and _thousands(groups[:-1]):
+        found.append(Decimal("".join(groups[:-1]) + "." + groups[-1]))
+    return found
+
+
+def _thousands(groups: list[str]) -> bool:
+    return 1 <= len(groups[0]) <= 3 and all(len(g) == 3 for g in groups[1:])
+
+
+def spellings(value: Decimal) -> list[str]:
+    """A number's JSON spellings: as written (`18.50`) and shortest (`18.5`), no exponent."""
+    written = format(value, "f")
+    shortest = format(value.normalize(), "f") if value != 0 else "0"
+    return list(dict.fromkeys((written, shortest)))
+
+
+class GroundingMixin:
+    """The compiler's grounded strings and numbers (a part of `_Compiler`): before the plain
+    lowering in the method order, which each falls back to."""
+
+    def lower_string(self, f: Facets) -> Node:
+        if self.grounding is None or not f.grounded:
+            return super().lower_string(f)  # type: ignore[misc]
+        found = self._grounded_string(f)
+        if isinstance(found, str):
+            self.note_grounding(f.pointer, "string", found)
+            return super().lower_string(f)  # type: ignore[misc]
+        self.note_grounding(f.pointer, "string", "")
+        return found
+
+    def lower_number(self, f: Facets) -> Node:
+        plain = super().lower_number(f)  # type: ignore[misc]
+        if self.grounding is None or not f.grounded:
+            return plain
+        found = self._grounded_numbers.get(plain)
+        if found is None:
+            found = self._grounded_numbers[plain] = self._grounded_number(plain)
+        if isinstance(found, str):
+            self.note_grounding(f.pointer, "number", found)
+            return plain
+        self.note_grounding(f.pointer, "number", "")
+        return found
+
+    def note_grounding(self, pointer: str, kind: str, reason: str) -> None:
+        self.grounded_fields.append(GroundedField(pointer, kind, not reason, reason))
+
+    def note_grounding_again(self, first: str, pointer: str) -> None:
+        """The notes made at and under `first`, made at `pointer` too (an equal schema met again,
+        whose rule is the first's)."""
+        for note in list(self.grounded_fields):
+            if note.pointer == first or note.pointer.startswith(first + "/"):
+                self.grounded_fields.append(GroundedField(pointer + note.pointer[len(first):], note.kind,
+                                                          note.grounded, note.reason))
+
+    def _grounded_string(self, f: Facets) -> Node | str:
+        """The field's grounded string texts, or why there are none."""
+        source = self.grounding.source
+        if len(source) > MAX_SOURCE:
+            return f"the source is longer than the {MAX_SOURCE} characters grounded strings read"
+        key = (f.min_len, f.max_len if f.max_len is None or f.max_len < len(source) else None,
+               tuple(p for p, _ in f.patterns), tuple(n for n, _ in f.formats),
+               tuple(p for p, _ in f.not_patterns), tuple(sorted(v for v in f.not_values if isinstance(v, str))))
+        found = self._grounded_strings.get(key)
+        if found is None:
+            found = self._grounded_strings[key] = self._grounded_language(f, key[1])
+        return found
+
+    def _grounded_language(self, f: Facets, longest: int | None) -> Node | str:
+        spans = self.grounding.substrings
+        if len(self.rules) + 2 * spans.size > MAX_RULES:
+            return "the source's spans would need more rules than a grammar may hold"
+        try:
+            plain = self._plain_dfa(f, longest)
+        except LimitError as e:
+            return f"the field's constraints are too large to intersect with the source ({e.reason})"
+        if isinstance(plain, str):
+            return plain
+        if plain is None:
+            dfa = spans
+        else:
+            try:
+                dfa = lang.intersect(spans, plain)
+            except LimitError:
+                return "the field's constraints and the source make too large an automaton"
+        if dfa.is_empty():
+            return "no span of the source fits the field's constraints"
+        return self.shared(span_text(dfa), "span")
+
+    def _plain_dfa(self, f: Facets, longest: int | None) -> lang.DFA | None | str:
+        """The field's plain string language as an automaton (None: any string, as far as the
+        source's spans go), or why it has none that is exactly the plain grammar's."""
+        excluded = [v for v in f.not_values if isinstance(v, str)]
+        if not (f.patterns or f.formats or f.not_patterns or excluded):
+            # Lengths alone; a bound past the source's length bounds nothing a span can be.
+            return None if (f.min_len, longest) == (0, None) else lang.lengths(f.min_len, longest)
+        decoded = super().string_language(f)  # type: ignore[misc]
+        if decoded == _ANY_DECODED:
+            return None
+        if isinstance(decoded, Counted):
+            return lang.intersect(_counted_dfa(decoded), lang.lengths(decoded.min, decoded.max))
+        if any(isinstance(n, Ref) for n in walk(decoded)):
+            # Rules are written only from the field's automaton, which is that language exactly.
+            return self.string_dfa(f)  # type: ignore[attr-defined]
+        if any(isinstance(n, Counted) for n in walk(decoded)):
+            return "the field's length is counted beside its pattern, which spans cannot be intersected with"
+        return lang.from_node(decoded)
+
+    def _grounded_number(self, plain: Node) -> Node | str:
+        """The source's numbers in the spellings `plain` (the field's number texts) accepts."""
+        numbers = self.grounding.numbers
+        if not numbers:
+            return "the source writes no number"
+        rules = self._reachable_rules(plain)
+        from .._recognize import accepts
+
+        texts = [s for value in numbers for s in spellings(value) if accepts(rules, s)]
+        if not texts:
+            return "no number the source writes fits the field's constraints"
+        return alt(*(lit(t) for t in dict.fromkeys(texts)))
+
+    def _reachable_rules(self, node: Node) -> Rules:
+        rules = {"root": node}
+        todo = [node]
+        while todo:
+            for n in walk(todo.pop()):
+                if isinstance(n, Ref) and n.name not in rules:
+                    rules[n.name] = self.rules[n.name]
+                    todo.append(self.rules[n.name])
+        return Rules(rules, "root")
+
+
+def span_text(dfa: lang.DFA) -> Node:
+    """The JSON string texts of `dfa`'s language, as one `Counted` language of encoded
+    characters with no length bound: a state per automaton state, made at once, where rules
+    (one per state, each encoded again) would cost a hundred times as much to build and to
+    compile. Back ends that cannot count (GBNF) get its empty string only: a sub-language."""
+    moves = [[(_encoded(lo, hi), t) for lo, hi, t in row] for row in dfa.edges]
+    return seq(lit('"'), counted(moves, dfa.final, 0, None, EMPTY), lit('"'))
+
+
+@lru_cache(maxsize=4096)
+def _encoded(lo: int, hi: int) -> Node:
+    return encode(chars(((lo, hi),)))
+
+
+def _counted_dfa(node: Counted) -> lang.DFA:
+    """A `Counted` language's automaton, its length bounds left aside."""
+    edges = []
+    for row in node.moves:
+        moves = []
+        for piece, t in row:
+            moves.extend((lo, hi, t) for lo, hi in one_char_ranges(piece) or ())  # one character each
+        moves.sort()
+        edges.append(moves)
+    return lang.DFA(edges, list(node.final))

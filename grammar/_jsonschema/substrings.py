@@ -1,0 +1,63 @@
+"""The substrings of a source text as a DFA over code points: its suffix automaton.
+
+A string value held to a span of a text has the text's substrings as its language. The suffix
+automaton is their smallest deterministic automaton (at most 2n - 1 states and 3n - 4 moves for
+n characters, built in linear time), every state final, and acyclic: the `lang` machinery then
+intersects it with the field's own constraints and writes it as rules like any other string
+language.
+"""
+
+from __future__ import annotations
+
+from .lang import DFA, Edges
+
+_SURROGATES = (0xD800, 0xDFFF)  # no UTF-8 text holds one, so no JSON string written here does
+
+
+def suffix_automaton(source: str) -> DFA:
+    """The DFA of every substring of `source` (the empty one included), state 0 the start.
+
+    A span never holds a lone surrogate (its string could not be written as UTF-8 JSON): the
+    moves that read one are left out, which leaves out exactly the spans that hold one.
+    """
+    nexts: list[dict[int, int]] = [{}]
+    link = [-1]
+    length = [0]
+    last = 0
+    for ch in source:
+        c = ord(ch)
+        cur = len(nexts)
+        nexts.append({})
+        length.append(length[last] + 1)
+        link.append(0)
+        p = last
+        while p != -1 and c not in nexts[p]:
+            nexts[p][c] = cur
+            p = link[p]
+        if p != -1:
+            q = nexts[p][c]
+            if length[p] + 1 == length[q]:
+                link[cur] = q
+            else:
+                clone = len(nexts)
+                nexts.append(dict(nexts[q]))
+                length.append(length[p] + 1)
+                link.append(link[q])
+                while p != -1 and nexts[p].get(c) == q:
+                    nexts[p][c] = clone
+                    p = link[p]
+                link[q] = link[cur] = clone
+        last = cur
+    edges: list[Edges] = []
+    for moves in nexts:
+        row: Edges = []
+        for c in sorted(moves):
+            if _SURROGATES[0] <= c <= _SURROGATES[1]:
+                continue
+            t = moves[c]
+            if row and row[-1][1] + 1 == c and row[-1][2] == t:
+                row[-1] = (row[-1][0], c, t)
+            else:
+                row.append((c, c, t))
+        edges.append(row)
+    return DFA(edges, [True] * len(nexts))

@@ -1,0 +1,213 @@
+"""Grounded values (`from_json_schema(..., grounding=Grounding(text))`): a string held to a span
+of the source, a number to one it writes; sound against the plain grammar and the validator,
+never empty, and a field that cannot be held keeps its plain grammar and says why."""
+
+from __future__ import annotations
+
+import gc
+import json
+import weakref
+from decimal import Decimal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+import grammar
+from grammar import Grounding, Vocabulary, from_json_schema
+from grammar._jsonschema.grounding import numbers_in
+from grammar._jsonschema.substrings import suffix_automaton
+from ir_sampling import sentence
+
+ALPHABET = 'ab 1,."\\\n\té€:'
+EOS = 0
+WALK_VOCAB = Vocabulary.from_tokens(
+    [b""] + [bytes([b]) for b in range(1, 256)] + [b'"a', b'b"', b"ab", b'\\"', b"\\n", "é€".encode(), b'":"'],
+    eos_ids=[EOS],
+)
+PATTERNS = [None, "^[a-z ]+$", "^[0-9]+$", "a", "^[^ ]*$", "^b", "x"]
+
+
+def grounded(schema: dict) -> dict:
+    return {**schema, "grounded": True}
+
+
+def substrings(text: str) -> set[str]:
+    return {text[i:j] for i in range(len(text) + 1) for j in range(i, len(text) + 1)}
+
+
+@given(st.text(st.sampled_from(ALPHABET), max_size=30), st.text(st.sampled_from(ALPHABET), max_size=6))
+def test_the_suffix_automaton_reads_exactly_the_substrings(source, probe):
+    dfa = suffix_automaton(source)
+    assert dfa.size <= max(1, 2 * len(source) - 1) + 1
+    for text in substrings(source) | {probe}:
+        assert dfa.matches(text) == (text in source)
+
+
+@st.composite
+def string_schemas(draw) -> dict:
+    schema: dict = {"type": "string"}
+    if draw(st.booleans()):
+        schema["minLength"] = draw(st.integers(0, 4))
+    if draw(st.booleans()):
+        schema["maxLength"] = draw(st.integers(0, 12))
+    pattern = draw(st.sampled_from(PATTERNS))
+    if pattern is not None:
+        schema["pattern"] = pattern
+    return schema
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(st.sampled_from(ALPHABET), max_size=40), string_schemas(), st.randoms(use_true_random=False))
+def test_a_grounded_string_is_a_span_the_plain_grammar_accepts_or_the_plain_grammar_itself(source, schema, rng):
+    plain = from_json_schema(schema)
+    g = from_json_schema(grounded(schema), grounding=Grounding(source))
+    (note,) = g.grounding
+    assert note.kind == "string" and note.pointer == ""
+    validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    spans = substrings(source)
+    # Every span the schema allows is written as json.dumps writes it; nothing else, when held.
+    fits = [s for s in spans if validator.is_valid(s)]
+    if note.grounded:
+        assert fits, "held to the source, yet no span fits"
+        for s in fits:
+            assert g.accepts(json.dumps(s, ensure_ascii=False))
+        for s in ["zz", "a\u00e9b", source + "!"]:
+            assert g.accepts(json.dumps(s, ensure_ascii=False)) == (s in spans and validator.is_valid(s))
+    else:
+        assert note.reason
+        assert not fits or "too large" in note.reason or "counted" in note.reason
+    # Each sentence of the grounded grammar is one of the plain grammar, a span, and valid.
+    if sentence(plain.rule_set(), rng) is None:  # the schema allows no string at all
+        return
+    for _ in range(12):
+        text = sentence(g.rule_set(), rng)
+        assert text is not None, "the grounded language is empty"
+        assert plain.accepts(text)
+        value = json.loads(text)
+        assert validator.is_valid(value)
+        if note.grounded:
+            assert value in spans
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(st.sampled_from(ALPHABET), min_size=1, max_size=30), st.randoms(use_true_random=False))
+def test_a_token_walk_under_a_grounded_object_writes_spans_and_source_numbers(source, rng):
+    schema = {
+        "type": "object",
+        "properties": {"name": grounded({"type": "string"}), "n": grounded({"type": "number"}),
+                       "tags": {"type": "array", "items": grounded({"type": "string"}), "maxItems": 3}},
+        "required": ["name", "n", "tags"], "additionalProperties": False,
+    }
+    g = from_json_schema(schema, grounding=Grounding(source))
+    m = grammar.Matcher(grammar.compile(g, WALK_VOCAB))
+    taken: list[int] = []
+    for step in range(200):
+        allowed = m.next_token_mask().allowed_ids()
+        assert allowed.size > 0, "dead end"
+        token = int(allowed[rng.randrange(allowed.size)]) if step < 12 else m.shortest_completion_token()
+        assert m.accept_token(token)
+        taken.append(token)
+        if m.is_terminated():
+            break
+    value = json.loads(WALK_VOCAB.decode([t for t in taken if t != EOS]).decode("utf-8"))
+    assert value["name"] in source and all(tag in source for tag in value["tags"])
+    numbers = {Decimal(str(v)) for v in numbers_in(source)}
+    n_note = next(n for n in g.grounding if n.pointer == "/properties/n")
+    if n_note.grounded:
+        assert Decimal(str(value["n"])) in numbers
+    else:
+        assert n_note.reason == "the source writes no number"
+
+
+def test_a_span_is_written_as_json_writes_it_non_ascii_as_itself():
+    source = 'He said "hi\\there"\nthen\tleft: café\x01.'
+    g = from_json_schema(grounded({"type": "string"}), grounding=Grounding(source))
+    for span in ['"hi\\there"', "said \"hi", "\n", "café", "\x01.", source]:
+        assert g.accepts(json.dumps(span, ensure_ascii=False)), span
+    assert not g.accepts(json.dumps("café", ensure_ascii=True))  # \u00e9: another spelling
+    assert g.accepts('"caf"')  # a prefix of a word is a span too
+    assert not g.accepts(json.dumps("cafe"))
+
+
+def test_a_field_no_span_fits_keeps_its_plain_grammar_and_says_why():
+    schema = {"type": "object", "properties": {
+        "time": grounded({"type": "string", "pattern": "^[0-9]{2}:[0-9]{2}$"}),
+        "code": grounded({"type": "string", "pattern": "^[A-Z]{5}$"}),
+    }}
+    g = from_json_schema(schema, grounding=Grounding("We meet at 09:30 in room 4."))
+    notes = {n.pointer: n for n in g.grounding}
+    assert notes["/properties/time"].grounded and not notes["/properties/code"].grounded
+    assert notes["/properties/code"].reason == "no span of the source fits the field's constraints"
+    assert g.accepts('{"time":"09:30","code":"ABCDE"}')  # the plain grammar's value
+    assert not g.accepts('{"time":"10:30"}')
+
+
+def test_numbers_are_read_with_thousands_separators_and_decimal_commas():
+    assert numbers_in("1,250.50") == [Decimal("1250.50")]
+    assert numbers_in("1.250,50") == [Decimal("1250.50")]
+    assert numbers_in("15 mats") == [Decimal("15")]
+    assert numbers_in("3,5 kg") == [Decimal("3.5")]
+    assert set(numbers_in("1,250")) == {Decimal("1250"), Decimal("1.250")}
+    assert numbers_in("1\u202f250,5") == [Decimal("1250.5")]
+    assert numbers_in("on 2025-03-14 at 09:30") == [Decimal(2025), Decimal(3), Decimal(14), Decimal(9), Decimal(30)]
+    assert numbers_in("it was -4 outside") == [Decimal(-4)]
+    assert numbers_in("version 1.2.3") == [Decimal(1), Decimal(2), Decimal(3)]
+
+
+def test_a_grounded_number_is_one_the_text_writes_within_the_fields_bounds():
+    text = "15 yoga mats at £1,250.50, 3 left, 2025."
+    schema = {"type": "object", "properties": {
+        "quantity": grounded({"type": "integer", "maximum": 100}),
+        "price": grounded({"type": "number", "exclusiveMinimum": 20}),
+        "far": grounded({"type": "integer", "minimum": 10**6}),
+    }}
+    g = from_json_schema(schema, grounding=Grounding(text))
+    for value, ok in [('{"quantity":15}', True), ('{"quantity":3}', True), ('{"quantity":16}', False),
+                      ('{"quantity":2025}', False), ('{"price":1250.50}', True), ('{"price":1250.5}', True),
+                      ('{"price":15}', False), ('{"price":2025}', True), ('{"far":1000000}', True)]:
+        assert g.accepts(value) == ok, value
+    notes = {n.pointer: n for n in g.grounding}
+    assert not notes["/properties/far"].grounded  # no number the text writes is a million
+    assert notes["/properties/far"].reason == "no number the source writes fits the field's constraints"
+
+
+def test_without_a_source_grounded_is_an_annotation():
+    schema = {"type": "object", "properties": {"a": grounded({"type": "string"})}}
+    g = from_json_schema(schema)
+    assert g.grounding == ()
+    assert g.accepts('{"a":"anything"}')
+
+
+def test_equal_grounded_fields_each_get_a_note():
+    schema = {"type": "object", "properties": {"a": grounded({"type": "string"}), "b": grounded({"type": "string"}),
+                                               "c": {"type": "string"}}}
+    g = from_json_schema(schema, grounding=Grounding("alpha beta"))
+    assert {n.pointer for n in g.grounding if n.grounded} == {"/properties/a", "/properties/b"}
+    assert g.accepts('{"a":"alpha","b":"beta","c":"gamma"}') and not g.accepts('{"a":"gamma"}')
+
+
+def test_grounding_must_be_a_grounding():
+    with pytest.raises(grammar.CompileError, match="grounding must be a Grounding"):
+        from_json_schema({"type": "string"}, grounding="some text")  # type: ignore[arg-type]
+
+
+def test_a_grammar_per_text_leaves_no_compiled_grammar_behind():
+    """Each text's grammar is new: the compile cache keeps only the most recent ones (a compiled
+    grammar holds its grammar, so a cache keyed weakly by grammar kept every one), and the
+    caches the compile fills on the way are bounded."""
+    from grammar._ir.counted import _liveness
+    from grammar._masks.compiled import MAX_CACHED_COMPILES
+    from grammar._jsonschema.grounding import _encoded
+
+    schema = {"type": "object", "properties": {"a": grounded({"type": "string"}), "n": grounded({"type": "integer"})}}
+    refs = []
+    for i in range(300):
+        g = from_json_schema(schema, grounding=Grounding(f"text {i} number {i * 7} and {i / 3}"))
+        grammar.compile(g, WALK_VOCAB)
+        refs.append(weakref.ref(g))
+        del g
+    gc.collect()
+    assert sum(r() is not None for r in refs) <= MAX_CACHED_COMPILES
+    assert _liveness.cache_info().maxsize is not None and _encoded.cache_info().maxsize is not None
