@@ -1,0 +1,152 @@
+"""Which of an extraction's values are held to its text (`extract(T, text, grounded=...)`), the
+grammar that holds them, and the record of what was held (`Extraction.grounding`).
+
+A held string is a span of the text, a held number one the text writes (`grammar.Grounding`).
+`grounded=True` holds every plain string (a list's items too) and number; `"auto"` those the
+rule below picks from what the schema says of the field and what the text holds; `False` none.
+A field's own mark (`Annotated[str, Grounded()]`, `Grounded(False)`, `Field(json_schema_extra=
+{"grounded": ...})`) overrides the mode. Enums, consts and booleans are never held. The grammar
+is built per text, in process only: a server is sent the type's own grammar.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import grammar
+from grammar import CompileError, Grammar
+
+from .._errors import InvalidArgument
+from .._tools.grounded import GROUNDED_KEY
+from . import output as _output
+from .output import OutputSpec
+
+GroundedMode = bool | Literal["auto"]
+
+# Formats whose values a text writes in other words as often as not (a date as "March 14th"):
+# "auto" leaves them free, as the source would hold a distractor more often than the value.
+_REWORDED_FORMATS = frozenset({"date", "date-time", "time", "duration"})
+# Names and descriptions of fields whose values are written by the model rather than copied.
+_COMPOSED = re.compile(r"summar|descri|reason|explan|comment|note|title|category|sentiment|topic|answer",
+                       re.IGNORECASE)
+_NUMBER = re.compile(r"\d")
+
+
+@dataclass(frozen=True)
+class FieldGrounding:
+    """Whether an extraction held one field's values to its text: `path` the values' JSON
+    pointer (`/tags/*` for every item of a list), `kind` "string" or "number", and where a
+    field was not held though asked, `reason`."""
+
+    path: str
+    kind: str
+    grounded: bool
+    reason: str = ""
+
+
+def check_mode(grounded: Any) -> None:
+    """Refuse a `grounded=` that is not True, False or "auto" (an `InvalidArgument`)."""
+    if not (isinstance(grounded, bool) or grounded == "auto"):
+        raise InvalidArgument("grounded", f'must be True, False or "auto", not {grounded!r}')
+
+
+def grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode,
+                     runtime: Any) -> tuple[Grammar | None, tuple[FieldGrounding, ...]]:
+    """The grammar holding `spec`'s chosen fields to `text` (None: the type's own, as no field
+    is held), and what was held."""
+    marked, chosen = marked_schema(spec.schema, text, mode)
+    if not chosen:
+        return None, ()
+    if not getattr(runtime, "steers_budget", True):
+        why = "the runtime decodes on a server, which is sent the type's own grammar"
+        return None, tuple(FieldGrounding(path, kind, False, why) for path, kind in chosen.values())
+    try:
+        g = grammar.from_json_schema(marked, lenient=True, grounding=grammar.Grounding(text), **_output.JSON_FORM)
+    except CompileError as exc:  # never expected: the plain grammar compiled; the type's own then
+        why = f"the grounded grammar did not compile: {exc}"
+        return None, tuple(FieldGrounding(path, kind, False, why) for path, kind in chosen.values())
+    return g, _record(chosen, g.grounding)
+
+
+def marked_schema(schema: dict[str, Any], text: str,
+                  mode: GroundedMode) -> tuple[dict[str, Any], dict[str, tuple[str, str]]]:
+    """A copy of `schema` with `"grounded": true` on each value held, and those values by
+    schema pointer: (their JSON pointer, their kind)."""
+    marked = copy.deepcopy(schema)
+    chosen: dict[str, tuple[str, str]] = {}
+    _visit(marked, "", "", None, "", "", text, mode, chosen)
+    return marked, chosen
+
+
+def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str, description: str,
+           text: str, mode: GroundedMode, chosen: dict[str, tuple[str, str]]) -> None:
+    if not isinstance(node, dict):
+        return
+    own = node.get(GROUNDED_KEY)
+    explicit = own if isinstance(own, bool) else inherited
+    description = node.get("description", description) if isinstance(node.get("description"), str) else description
+    for key, sub in (node.get("properties") or {}).items():
+        _visit(sub, f"{pointer}/properties/{_escape(key)}", f"{path}/{_escape(key)}", None, key, "", text, mode,
+               chosen)
+    if isinstance(node.get("items"), dict):
+        _visit(node["items"], f"{pointer}/items", f"{path}/*", explicit, name, description, text, mode, chosen)
+    for keyword in ("anyOf", "oneOf"):
+        for i, branch in enumerate(node.get(keyword) or ()):
+            _visit(branch, f"{pointer}/{keyword}/{i}", path, explicit, name, description, text, mode, chosen)
+    kind = _kind(node)
+    if kind is None:
+        return
+    hold = explicit if explicit is not None else _picked(node, kind, name, description, text, mode)
+    if hold:
+        node[GROUNDED_KEY] = True
+        chosen[pointer] = (path or "", kind)
+    elif own is True:
+        node[GROUNDED_KEY] = False
+
+
+def _kind(node: dict[str, Any]) -> str | None:
+    """"string" or "number" for a leaf a grammar can hold to a text, else None."""
+    if "enum" in node or "const" in node:
+        return None
+    types = node.get("type")
+    types = [types] if isinstance(types, str) else types if isinstance(types, list) else []
+    if "string" in types:
+        return "string"
+    if "number" in types or "integer" in types:
+        return "number"
+    return None
+
+
+def _picked(node: dict[str, Any], kind: str, name: str, description: str, text: str, mode: GroundedMode) -> bool:
+    """The mode's choice for a field that says nothing itself."""
+    if mode is False:
+        return False
+    if mode is True:
+        return True
+    # "auto": decided on the tune half of `python -m bench.values` (see docs/extraction.md).
+    if kind == "number":
+        return bool(_NUMBER.search(text))
+    if node.get("format") in _REWORDED_FORMATS:
+        return False
+    return not _COMPOSED.search(f"{name} {description}")
+
+
+def _record(chosen: dict[str, tuple[str, str]], notes: tuple[grammar.GroundedField, ...]) -> tuple[FieldGrounding, ...]:
+    """Each held value's path with what the grammar did there (a value held at every place its
+    schema was lowered, else the first reason it was not)."""
+    out = []
+    for pointer, (path, kind) in chosen.items():
+        here = [n for n in notes if n.pointer == pointer or n.pointer.startswith(pointer + "/")]
+        if not here:
+            out.append(FieldGrounding(path, kind, False, "no value of this field is written by the grammar"))
+            continue
+        refused = [n.reason for n in here if not n.grounded]
+        out.append(FieldGrounding(path, kind, not refused, refused[0] if refused else ""))
+    return tuple(out)
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")

@@ -1,0 +1,119 @@
+"""Grounded extraction's choices: which fields a mode holds to the text, the `Grounded` marks
+that override it, the grammar built per text and the record of what was held."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Literal
+
+import pytest
+from pydantic import BaseModel, Field
+
+from agentkit._errors import InvalidArgument
+from agentkit._outputs.grounding import FieldGrounding, check_mode, grounded_grammar, marked_schema
+from agentkit._outputs.output import OutputSpec
+from agentkit._tools.grounded import Grounded
+
+TEXT = "Order from Müller GmbH: 15 yoga mats at £18.50 each, for Ann Lee and Bo Chen."
+
+
+class Order(BaseModel):
+    customer: str
+    item: Annotated[str, Grounded(False)]
+    quantity: int
+    price: float
+    currency: Literal["GBP", "USD"]
+    rush: bool
+    people: list[str]
+    note: str | None = None
+    summary: str = Field(description="the subject line")
+
+
+class Local:
+    steers_budget = True
+
+
+class Server:
+    steers_budget = False
+
+
+def held(mode) -> dict[str, str]:
+    _, chosen = marked_schema(OutputSpec(Order).schema, TEXT, mode)
+    return {path: kind for path, kind in chosen.values()}
+
+
+def test_true_holds_every_plain_string_list_item_and_number_but_not_enums_bools_or_opted_out_fields():
+    assert held(True) == {"/customer": "string", "/quantity": "number", "/price": "number", "/people/*": "string",
+                          "/note": "string", "/summary": "string"}
+
+
+def test_false_holds_nothing_but_what_a_field_marks_itself():
+    class Marked(BaseModel):
+        name: Annotated[str, Grounded()]
+        tags: list[Annotated[str, Grounded()]]
+        code: str = Field(json_schema_extra={"grounded": True})
+        free: str
+
+    _, chosen = marked_schema(OutputSpec(Marked).schema, TEXT, False)
+    assert sorted(path for path, _ in chosen.values()) == ["/code", "/name", "/tags/*"]
+
+
+def test_auto_leaves_composed_fields_and_reworded_formats_free():
+    chosen = held("auto")
+    assert "/summary" not in chosen and "/customer" in chosen and "/quantity" in chosen
+    schema = {"type": "object", "properties": {"day": {"type": "string", "format": "date"}, "n": {"type": "integer"}}}
+    _, found = marked_schema(schema, "no numbers here", "auto")
+    assert found == {}
+
+
+def test_the_mark_leaves_the_prompts_schema_alone():
+    spec = OutputSpec(Order)
+    before = json.dumps(spec.schema)
+    marked_schema(spec.schema, TEXT, True)
+    assert json.dumps(spec.schema) == before
+
+
+def test_the_grammar_holds_chosen_fields_to_the_text_and_records_them():
+    spec = OutputSpec(Order)
+    g, record = grounded_grammar(spec, TEXT, True, Local())
+    assert g is not None
+    by_path = {r.path: r for r in record}
+    assert by_path["/customer"] == FieldGrounding("/customer", "string", True)
+    assert by_path["/summary"].grounded  # a span fits: held
+    good = {"customer": "Müller GmbH", "item": "anything at all", "quantity": 15, "price": 18.50, "currency": "GBP",
+            "rush": False, "people": ["Ann Lee", "Bo Chen"], "note": None, "summary": "yoga mats"}
+    assert g.accepts(json.dumps(good, ensure_ascii=False, separators=(",", ":")))
+    for field, wrong in (("customer", "Mueller"), ("quantity", 16), ("people", ["Ann Lee", "Eve"])):
+        assert not g.accepts(json.dumps({**good, field: wrong}, ensure_ascii=False, separators=(",", ":")))
+
+
+def test_a_field_no_value_fits_is_recorded_with_its_reason():
+    class Timed(BaseModel):
+        start: Annotated[str, Field(pattern=r"^[0-9]{2}:[0-9]{2}$"), Grounded()]
+
+    _, record = grounded_grammar(OutputSpec(Timed), "no time is written here", False, Local())
+    assert record == (FieldGrounding("/start", "string", False, "no span of the source fits the field's constraints"),)
+
+
+def test_a_server_gets_the_types_own_grammar_and_the_record_says_why():
+    g, record = grounded_grammar(OutputSpec(Order), TEXT, True, Server())
+    assert g is None and record and all(not r.grounded and "server" in r.reason for r in record)
+
+
+def test_no_field_held_gives_no_grammar_of_its_own():
+    assert grounded_grammar(OutputSpec(Order), TEXT, False, Local()) == (None, ())
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None, "Auto"])
+def test_grounded_must_be_true_false_or_auto(bad):
+    with pytest.raises(InvalidArgument, match="grounded"):
+        check_mode(bad)
+
+
+def test_a_tool_parameter_can_carry_the_mark():
+    from pydantic import TypeAdapter
+
+    schema = TypeAdapter(Annotated[float, Grounded()]).json_schema()
+    assert schema == {"type": "number", "grounded": True}
+    with pytest.raises(TypeError):
+        Grounded("yes")  # type: ignore[arg-type]
