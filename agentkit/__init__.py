@@ -63,9 +63,10 @@ from ._outputs.events import (
     ToolResultEvent,
 )
 from ._outputs.extract import aextract, extract
+from ._outputs.iterate import aextract_iter, extract_iter
 from ._loop.history import messages_from_json, messages_to_json
 from ._loop.limits import UsageLimits
-from ._outputs.stream import stream_extract, stream_extract_sync
+from ._outputs.stream import astream_extract, stream_extract, stream_extract_sync
 from ._messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolCallPart, ToolMessage, UserMessage
 from ._loop.repeats import RepeatCalls
 from ._loop.settings import ModelSettings
@@ -135,7 +136,10 @@ __all__ = [
     "ValidationFailed",
     "Violation",
     "aextract",
+    "aextract_iter",
+    "astream_extract",
     "extract",
+    "extract_iter",
     "messages_from_json",
     "messages_to_json",
     "stream_extract",

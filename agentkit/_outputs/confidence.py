@@ -16,10 +16,10 @@ import math
 import numbers
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from runtimes import Generation, TokenScore
+from runtimes import Generation, TokenScore, Usage
 
 from .._tools.schema import escape
 
@@ -54,15 +54,18 @@ class FieldConfidence:
 
 @dataclass(frozen=True)
 class Extraction(Generic[T]):
-    """What `extract(T, text, confidence=True)` returns: the typed `value`, and in `fields` a
-    `FieldConfidence` for every leaf of its JSON by JSON pointer (`/name`, `/tags/0`; `""` for
-    a value that is itself a leaf). `fields` is None where the runtime gave no token scores, and
-    `missing` then says why. `text` is the JSON the model wrote."""
+    """What `extract(T, text, details=True)` or `confidence=True` returns: the typed `value`,
+    the JSON the model wrote (`text`), the tokens the whole extraction spent (`usage`, every
+    correction included), and with `confidence=True` in `fields` a `FieldConfidence` for every
+    leaf of the JSON by JSON pointer (`/name`, `/tags/0`; `""` for a value that is itself a
+    leaf). `fields` is None where there are no scores (not asked for, or the runtime gave
+    none), and `missing` then says why."""
 
     value: T
     fields: dict[str, FieldConfidence] | None
     text: str
     missing: str | None = None
+    usage: Usage = field(default_factory=Usage)
 
     def doubtful(self, below: float = 0.5) -> list[str]:
         """The pointers of the leaves whose probability is under `below`, least sure first:

@@ -50,8 +50,9 @@ def output_spec(output_type: Any) -> OutputSpec[Any]:
         return OutputSpec(output_type)
 
 
-# A class gives its instances; a type expression that is no class (`int | None`,
-# `Annotated[...]`) gives what type checkers cannot name from it.
+# A class gives its instances, and `details=True` or `confidence=True` an `Extraction` of
+# them; a type expression that is no class (`int | None`, `Annotated[...]`) gives what type
+# checkers cannot name from it.
 @overload
 async def aextract(
     output_type: type[T],
@@ -64,7 +65,9 @@ async def aextract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
+    validation_context: Any = None,
     confidence: Literal[False] = False,
+    details: Literal[False] = False,
 ) -> T: ...
 
 
@@ -80,7 +83,9 @@ async def aextract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
+    validation_context: Any = None,
     confidence: Literal[False] = False,
+    details: Literal[False] = False,
 ) -> Any: ...
 
 
@@ -96,7 +101,27 @@ async def aextract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
+    validation_context: Any = None,
     confidence: Literal[True],
+    details: bool = False,
+) -> Extraction[T]: ...
+
+
+@overload
+async def aextract(
+    output_type: type[T],
+    text: str,
+    *,
+    runtime: Runtime | None = None,
+    instructions: str | None = None,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    max_retries: int = 1,
+    output_validator: OutputValidator | None = None,
+    validation_context: Any = None,
+    confidence: bool = False,
+    details: Literal[True],
 ) -> Extraction[T]: ...
 
 
@@ -112,7 +137,9 @@ async def aextract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
-    confidence: bool,
+    validation_context: Any = None,
+    confidence: bool = False,
+    details: bool = False,
 ) -> Any: ...
 
 
@@ -127,35 +154,38 @@ async def aextract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
+    validation_context: Any = None,
     confidence: bool = False,
+    details: bool = False,
 ) -> Any:
     """`text`'s content as a `T` (a pydantic model, dataclass, TypedDict, `list[...]` ...).
 
     One generation, held by `T`'s grammar, so the answer always has `T`'s shape; it is then
-    validated (constraints the grammar cannot enforce are checked here). Raises
-    `IncompleteOutput` when `max_tokens` runs out before the model finishes (never a half
-    object) and `OutputValidationError` when the value breaks a constraint checked after
-    decoding, or nests deeper than agentkit reads, after `max_retries` corrections: each
-    refused answer goes back to the model with its violations, and it answers again.
-    `output_validator` (sync or async) is given the value and returns the one to keep, or
-    raises `ModelRetry` to refuse it with a message (a correction too). The error's `retries`
-    lists the corrections asked for. `ModelRequestFailed` for whatever the runtime raised. A
-    bad argument is an `InvalidArgument` naming it.
+    validated (constraints the grammar cannot enforce are checked here; `validation_context`
+    reaches `T`'s pydantic validators as `info.context`). Raises `IncompleteOutput` when
+    `max_tokens` runs out before the model finishes (never a half object) and
+    `OutputValidationError` when the value breaks a constraint checked after decoding, or
+    nests deeper than agentkit reads, after `max_retries` corrections: each refused answer
+    goes back to the model with its violations, and it answers again. `output_validator`
+    (sync or async) is given the value and returns the one to keep, or raises `ModelRetry` to
+    refuse it with a message (a correction too). The error's `retries` lists the corrections
+    asked for. `ModelRequestFailed` for whatever the runtime raised. A bad argument is an
+    `InvalidArgument` naming it.
 
-    `confidence=True` returns an `Extraction[T]` instead: the value, and how sure the model was
-    of each of its leaf values (`Extraction.fields`, by JSON pointer), read from the runtime's
-    token scores (local runtimes then read a model pass per token: no jump-forward).
+    `details=True` returns an `Extraction[T]` instead: the value, the JSON the model wrote and
+    the tokens spent (`usage`, corrections included). `confidence=True` adds how sure the model
+    was of each of its leaf values (`Extraction.fields`, by JSON pointer), read from the
+    runtime's token scores (local runtimes then read a model pass per token: no jump-forward).
     """
-    check_text("text", text, optional=False)
-    check_text("instructions", instructions)
-    check_generation_settings(max_tokens=max_tokens, temperature=temperature, seed=seed)
-    check_runtime(runtime)
+    check_extraction(text=text, instructions=instructions, max_tokens=max_tokens, temperature=temperature,
+                     seed=seed, runtime=runtime)
     with as_argument_error():
         checks.check_count("max_retries", max_retries, least=0)
     if output_validator is not None and not callable(output_validator):
         raise InvalidArgument("output_validator", f"must be a function, not {type(output_validator).__name__}")
-    if not isinstance(confidence, bool):
-        raise InvalidArgument("confidence", f"must be True or False, not {type(confidence).__name__}")
+    for flag, given in (("confidence", confidence), ("details", details)):
+        if not isinstance(given, bool):
+            raise InvalidArgument(flag, f"must be True or False, not {type(given).__name__}")
     spec = output_spec(output_type)
     rt = resolve_runtime(runtime)
     messages = extraction_messages(spec, text, instructions)
@@ -169,7 +199,8 @@ async def aextract(
         usage = usage + generation.usage
         messages = messages + [{"role": "assistant", "content": generation.text}]
         try:
-            value = spec.validate(generation.text, messages=messages, usage=usage)
+            value = spec.validate(generation.text, validation_context=validation_context, messages=messages,
+                                  usage=usage)
             if output_validator is not None:
                 value = await apply_validator(output_validator, value)
         except (OutputValidationError, ModelRetry) as exc:
@@ -178,7 +209,9 @@ async def aextract(
             if retries:
                 retries = [dataclasses.replace(r, fixed_at=attempt) for r in retries]
                 logger.info("extract: attempt %d fixed %d refused answer(s)", attempt, len(retries))
-            return with_confidence(value, generation, rt.name) if confidence else value
+            if confidence:
+                return with_confidence(value, generation, rt.name, usage)
+            return Extraction(value, None, generation.text, NOT_ASKED, usage) if details else value
         retries.append(RetryRecord(attempt, "output", kind, told))  # type: ignore[arg-type]
         if len(retries) > max_retries:
             error = OutputValidationError(violations, generation.text, messages=messages, usage=usage)
@@ -188,15 +221,28 @@ async def aextract(
         messages = messages + [{"role": "user", "content": told}]
 
 
-def with_confidence(value: T, generation: Generation, runtime_name: str) -> Extraction[T]:
+NOT_ASKED = "confidence=False: no token scores were asked for"
+
+
+def check_extraction(*, text: str, instructions: str | None, max_tokens: int, temperature: float,
+                     seed: int | None, runtime: Runtime | None) -> None:
+    """The arguments every extraction takes, each refused with an `InvalidArgument` naming it."""
+    check_text("text", text, optional=False)
+    check_text("instructions", instructions)
+    check_generation_settings(max_tokens=max_tokens, temperature=temperature, seed=seed)
+    check_runtime(runtime)
+
+
+def with_confidence(value: T, generation: Generation, runtime_name: str, usage: Usage) -> Extraction[T]:
     """`value` with how sure the model was of each leaf of the JSON it wrote."""
+    text = generation.text
     if generation.token_scores is None:
-        return Extraction(value, None, generation.text, no_scores_reason(runtime_name))
+        return Extraction(value, None, text, no_scores_reason(runtime_name), usage)
     try:
         fields = field_confidences(generation)
     except ValueError as exc:  # the scores do not spell the text: none is given rather than a wrong one
-        return Extraction(value, None, generation.text, f"the token scores could not be matched to the text: {exc}")
-    return Extraction(value, fields, generation.text)
+        return Extraction(value, None, text, f"the token scores could not be matched to the text: {exc}", usage)
+    return Extraction(value, fields, text, None, usage)
 
 
 async def _generate(rt: Runtime, messages: list[dict[str, Any]], spec: OutputSpec[Any], *, max_tokens: int,
@@ -268,7 +314,9 @@ def extract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
+    validation_context: Any = None,
     confidence: Literal[False] = False,
+    details: Literal[False] = False,
 ) -> T: ...
 
 
@@ -284,7 +332,9 @@ def extract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
+    validation_context: Any = None,
     confidence: Literal[False] = False,
+    details: Literal[False] = False,
 ) -> Any: ...
 
 
@@ -300,7 +350,27 @@ def extract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
+    validation_context: Any = None,
     confidence: Literal[True],
+    details: bool = False,
+) -> Extraction[T]: ...
+
+
+@overload
+def extract(
+    output_type: type[T],
+    text: str,
+    *,
+    runtime: Runtime | None = None,
+    instructions: str | None = None,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    max_retries: int = 1,
+    output_validator: OutputValidator | None = None,
+    validation_context: Any = None,
+    confidence: bool = False,
+    details: Literal[True],
 ) -> Extraction[T]: ...
 
 
@@ -316,7 +386,9 @@ def extract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
-    confidence: bool,
+    validation_context: Any = None,
+    confidence: bool = False,
+    details: bool = False,
 ) -> Any: ...
 
 
@@ -331,7 +403,9 @@ def extract(
     seed: int | None = None,
     max_retries: int = 1,
     output_validator: OutputValidator | None = None,
+    validation_context: Any = None,
     confidence: bool = False,
+    details: bool = False,
 ) -> Any:
     """`aextract` for code without an event loop."""
     try:
@@ -341,7 +415,7 @@ def extract(
             aextract(
                 output_type, text, runtime=runtime, instructions=instructions, max_tokens=max_tokens,
                 temperature=temperature, seed=seed, max_retries=max_retries, output_validator=output_validator,
-                confidence=confidence,
+                validation_context=validation_context, confidence=confidence, details=details,
             )
         )
     raise RuntimeError("extract was called inside a running event loop; use `await aextract(...)`")

@@ -1,19 +1,27 @@
-"""`stream_extract(T, text)`: an extraction whose value is yielded as it grows, and its sync twin."""
+"""`stream_extract(T, text)`: an extraction whose value is handed over as it grows (sync), and
+`astream_extract`, its async twin: the bare name is sync, the `a` prefix async, as `extract`.
+
+For one release `stream_extract(...)` also iterates with `async for` (its async spelling until
+then), with a `DeprecationWarning`; `stream_extract_sync`, its old sync spelling, is kept as a
+deprecated alias.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import asyncio
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from runtimes import Runtime, Usage
 
-from .extract import check_ending, extraction_messages, output_spec, runtime_errors
-from .._inputs import check_generation_settings, check_runtime, check_text
-from .partial import NO_VALUE, Partials
 from .._runtime import resolve_runtime
 from .._sync import iterate_to_end
+from .extract import check_ending, check_extraction, extraction_messages, output_spec, runtime_errors
+from .partial import NO_VALUE, Partials
 
-async def stream_extract(
+
+async def astream_extract(
     output_type: Any,
     text: str,
     *,
@@ -22,8 +30,9 @@ async def stream_extract(
     max_tokens: int = 512,
     temperature: float = 0.0,
     seed: int | None = None,
+    validation_context: Any = None,
 ) -> AsyncIterator[Any]:
-    """`extract`, yielding the value as it is written: first partial values, then the whole `T`.
+    """`aextract`, yielding the value as it is written: first partial values, then the whole `T`.
 
     A partial value is the JSON value written so far with only what is certain in it: every
     object and list open so far, every string, number and literal that is complete (a string
@@ -31,12 +40,11 @@ async def stream_extract(
     prefix-consistent view of the final value, and each differs from the one before. The
     grammar holds the answer to `T`'s shape at every token, so the prefix always reads. The
     last item is the validated `T` (an instance of it, where the others are dicts, lists and
-    scalars). Errors as `extract`'s; there are no corrections here (an answer that fails
-    validation raises `OutputValidationError`, after its partials were shown)."""
-    check_text("text", text, optional=False)
-    check_text("instructions", instructions)
-    check_generation_settings(max_tokens=max_tokens, temperature=temperature, seed=seed)
-    check_runtime(runtime)
+    scalars; `validation_context` reaches its pydantic validators as `info.context`). Errors
+    as `extract`'s; there are no corrections here (an answer that fails validation raises
+    `OutputValidationError`, after its partials were shown)."""
+    check_extraction(text=text, instructions=instructions, max_tokens=max_tokens, temperature=temperature,
+                     seed=seed, runtime=runtime)
     spec = output_spec(output_type)
     rt = resolve_runtime(runtime)
     messages = extraction_messages(spec, text, instructions)
@@ -58,10 +66,78 @@ async def stream_extract(
         await pieces.aclose()
     generation = pieces.generation
     assert generation is not None
-    usage = Usage()
-    check_ending(generation, messages, max_tokens, usage)
+    check_ending(generation, messages, max_tokens, Usage())
     answered = messages + [{"role": "assistant", "content": generation.text}]
-    yield spec.validate(generation.text, messages=answered, usage=generation.usage)
+    yield spec.validate(generation.text, validation_context=validation_context, messages=answered,
+                        usage=generation.usage)
+
+
+class ValueStream(Iterator[Any]):
+    """The values of a stream made by `start()`, iterated with `for` (each awaited on a
+    private event loop, as `iterate_to_end` does); for one release also with `async for`,
+    which warns that the async spelling is now `async_name`."""
+
+    def __init__(self, start: Callable[[], AsyncIterator[Any]], name: str, async_name: str):
+        self._start = start
+        self._name = name
+        self._async_name = async_name
+        self._values: Iterator[Any] | None = None
+
+    def __iter__(self) -> ValueStream:
+        return self
+
+    def __next__(self) -> Any:
+        if self._values is None:
+            self._values = sync_values(self._start, self._name, self._async_name)
+        return next(self._values)
+
+    def close(self) -> None:
+        """Stop early: the stream under it is closed (as leaving a `for` loop does)."""
+        close = getattr(self._values, "close", None)
+        if close is not None:
+            close()
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        warnings.warn(
+            f"`async for` over {self._name}(...) is deprecated: {self._name} is sync now (`for value in "
+            f"{self._name}(...)`); in async code write `async for value in {self._async_name}(...)`",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._start()
+
+
+def sync_values(start: Callable[[], AsyncIterator[Any]], name: str, async_name: str) -> Iterator[Any]:
+    """`iterate_to_end(start)`, refused inside a running event loop with the async spelling named."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return iterate_to_end(start, name)
+    raise RuntimeError(f"{name} was called inside a running event loop; use `async for ... in {async_name}(...)`")
+
+
+def stream_extract(
+    output_type: Any,
+    text: str,
+    *,
+    runtime: Runtime | None = None,
+    instructions: str | None = None,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    validation_context: Any = None,
+) -> ValueStream:
+    """`astream_extract` for code without an event loop: an iterator of the same values,
+    partial values and then the validated `T`. Leaving the loop early closes the stream.
+
+    (For one release, `async for` over it still works, with a `DeprecationWarning`: use
+    `astream_extract`.)"""
+    return ValueStream(
+        lambda: astream_extract(output_type, text, runtime=runtime, instructions=instructions, max_tokens=max_tokens,
+                                temperature=temperature, seed=seed, validation_context=validation_context),
+        "stream_extract",
+        "astream_extract",
+    )
 
 
 def stream_extract_sync(
@@ -73,10 +149,14 @@ def stream_extract_sync(
     max_tokens: int = 512,
     temperature: float = 0.0,
     seed: int | None = None,
+    validation_context: Any = None,
 ) -> Iterator[Any]:
-    """`stream_extract` for code without an event loop: a plain iterator of the same values."""
-    return iterate_to_end(
-        lambda: stream_extract(output_type, text, runtime=runtime, instructions=instructions, max_tokens=max_tokens,
-                               temperature=temperature, seed=seed),
-        "stream_extract",
+    """Deprecated: `stream_extract` is sync now, and gives the same values."""
+    warnings.warn("stream_extract_sync is deprecated: stream_extract is sync now and gives the same values",
+                  DeprecationWarning, stacklevel=2)
+    return sync_values(
+        lambda: astream_extract(output_type, text, runtime=runtime, instructions=instructions, max_tokens=max_tokens,
+                                temperature=temperature, seed=seed, validation_context=validation_context),
+        "stream_extract_sync",
+        "astream_extract",
     )

@@ -19,8 +19,8 @@ from agentkit import (
     PartialOutput,
     RunError,
     TextDelta,
+    astream_extract,
     stream_extract,
-    stream_extract_sync,
     tool,
 )
 from agentkit._outputs.partial import NO_VALUE, PartialJSON, consistent
@@ -76,9 +76,9 @@ class Person(BaseModel):
     active: bool
 
 
-async def test_stream_extract_grows_then_gives_the_typed_value() -> None:
+async def test_astream_extract_grows_then_gives_the_typed_value() -> None:
     answer = '{"name":"Ann Lee","age":31,"tags":["chess","go"],"active":true}'
-    values = [v async for v in stream_extract(Person, "Ann Lee, 31", runtime=ScriptedRuntime([answer]))]
+    values = [v async for v in astream_extract(Person, "Ann Lee, 31", runtime=ScriptedRuntime([answer]))]
     *partials, final = values
     assert final == Person(name="Ann Lee", age=31, tags=["chess", "go"], active=True)
     assert partials[0] == {} and partials[-1] == json.loads(answer)
@@ -90,7 +90,7 @@ async def test_stream_extract_grows_then_gives_the_typed_value() -> None:
 @settings(max_examples=30, deadline=None)
 def test_partials_of_a_random_model_are_prefixes_of_its_final_value(seed: int) -> None:
     try:
-        values = list(stream_extract_sync(Person, "x", runtime=RandomRuntime(seed=seed), max_tokens=200))
+        values = list(stream_extract(Person, "x", runtime=RandomRuntime(seed=seed), max_tokens=200))
     except IncompleteOutput:
         return
     *partials, final = values
@@ -132,14 +132,14 @@ def test_sync_twins_need_no_event_loop_and_close_when_left() -> None:
     events = list(Agent([get_weather], rt).run_stream_sync("Oslo?"))
     assert isinstance(events[-1], FinalResult) and events[-1].result.output == "Sunny."
     assert any(isinstance(e, TextDelta) for e in events)
-    stream = stream_extract_sync(Person, "x", runtime=ScriptedRuntime(['{"name":"A","age":1,"tags":[],"active":false}']))
+    stream = stream_extract(Person, "x", runtime=ScriptedRuntime(['{"name":"A","age":1,"tags":[],"active":false}']))
     assert next(stream) == {}
     stream.close()  # leaving early closes the stream
 
 
 async def test_sync_twins_refuse_a_running_loop() -> None:
     with pytest.raises(RuntimeError, match="stream_extract"):
-        next(stream_extract_sync(Person, "x", runtime=ScriptedRuntime([])))
+        next(stream_extract(Person, "x", runtime=ScriptedRuntime([])))
     with pytest.raises(RuntimeError, match="run_stream"):
         next(Agent([], ScriptedRuntime([])).run_stream_sync("x"))
 

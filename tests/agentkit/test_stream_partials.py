@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from agentkit import Agent, OutputValidationError, PartialOutput, extract, stream_extract, stream_extract_sync
+from agentkit import Agent, OutputValidationError, PartialOutput, astream_extract, extract, stream_extract
 from agentkit._bounds import MAX_NESTING, value_depth
 from agentkit._outputs.partial import COPY_PER_CHARACTER, NO_VALUE, Partials, PartialJSON, consistent
 from runtimes import Generation, Usage
@@ -202,11 +202,11 @@ def test_the_work_of_reading_is_linear_in_the_answer(shape: str, piece: int) -> 
 
 
 def _calls_while_streaming(answer: str) -> int:
-    """Python and C function calls made while `stream_extract` streams `answer`."""
+    """Python and C function calls made while `astream_extract` streams `answer`."""
     rt = ScriptedRuntime([Generation(answer, "stop", Usage(1, len(answer)))])
 
     async def consume() -> None:
-        async for _ in stream_extract(list[dict[str, int]], "x", runtime=rt, max_tokens=100_000):
+        async for _ in astream_extract(list[dict[str, int]], "x", runtime=rt, max_tokens=100_000):
             pass
 
     count = 0
@@ -257,7 +257,7 @@ def test_a_deep_answer_streamed_gives_the_whole_answers_error(levels: int) -> No
         extract(Node, "x", runtime=_script(text), max_tokens=10**6, max_retries=0)
     shown = []
     with pytest.raises(OutputValidationError) as streamed:
-        for value in stream_extract_sync(Node, "x", runtime=_script(text), max_tokens=10**6):
+        for value in stream_extract(Node, "x", runtime=_script(text), max_tokens=10**6):
             shown.append(value)
     assert streamed.value.violations == whole.value.violations
     assert [(v.keyword, v.enforced_by) for v in streamed.value.violations] == [("bounds", "parse")]
@@ -267,7 +267,7 @@ def test_a_deep_answer_streamed_gives_the_whole_answers_error(levels: int) -> No
 
 def test_an_answer_at_the_bound_streams_whole_and_one_past_it_stops_showing() -> None:
     at = '{"children":[' * (MAX_NESTING // 2) + "]}" * (MAX_NESTING // 2)
-    values = list(stream_extract_sync(Node, "x", runtime=_script(at), max_tokens=10**6))
+    values = list(stream_extract(Node, "x", runtime=_script(at), max_tokens=10**6))
     assert isinstance(values[-1], Node) and values[-2] == json.loads(at)
     past = "[" + at + "]"
     partials = Partials()
