@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterator
 from typing import Annotated, Any, assert_type
 
 import numpy as np
@@ -67,7 +68,7 @@ def agent_features(rt: Runtime) -> None:
     for event in agent.run_stream_sync("Who?", allowed_tools=["get_weather"]):
         if isinstance(event, agentkit.PartialOutput):
             print(event.value, event.complete)
-    for value in agentkit.stream_extract_sync(Person, "Ann is 31.", runtime=rt, max_tokens=64):
+    for value in agentkit.stream_extract(Person, "Ann is 31.", runtime=rt, max_tokens=64):
         print(value)
     print(retries, agentkit.extract(Person, "Ann", runtime=rt, max_retries=0, output_validator=adult))
     run_limits(rt)
@@ -146,6 +147,37 @@ def tools_and_agents(rt: Runtime) -> None:
         assert_type(field, agentkit.FieldConfidence)
         print(pointer, field.probability, field.min_token_probability, field.masked_mass)
     print(scored.doubtful(0.5), scored.missing)
+    extraction_spellings(rt)
+
+
+def forecast(city: str, days: int = 1) -> str:
+    """The forecast for a city."""
+    return city
+
+
+def extraction_spellings(rt: Runtime) -> None:
+    """The bare name sync, the `a` prefix async; details, usage, validation context, lists item by item."""
+    detailed = extract(Person, "Ann is 31.", runtime=rt, details=True, validation_context={"oldest": 120})
+    assert_type(detailed, agentkit.Extraction[Person])
+    assert_type(detailed.usage, runtimes.Usage)
+    assert_type(extract(Person, "Ann is 31.", runtime=rt, details=False), Person)
+    assert_type(extract(Person, "Ann", runtime=rt, details=True, confidence=True), agentkit.Extraction[Person])
+    for person in agentkit.extract_iter(Person, "Ann is 31, Bob 40.", runtime=rt, validation_context=None):
+        assert_type(person, Person)
+    assert_type(agentkit.extract_iter(int | None, "1, none", runtime=rt), Iterator[Any])
+    built = Tool(forecast)
+    assert_type(built, Tool)
+    assert_type(Tool(forecast, name="weather", timeout=2.0, requires_approval=True), Tool)
+
+    async def in_async_code() -> None:
+        found = await agentkit.aextract(Person, "Ann is 31.", runtime=rt, details=True)
+        assert_type(found, agentkit.Extraction[Person])
+        async for person in agentkit.aextract_iter(Person, "Ann is 31.", runtime=rt):
+            assert_type(person, Person)
+        async for value in agentkit.astream_extract(Person, "Ann is 31.", runtime=rt):
+            print(value)
+
+    asyncio.run(in_async_code())
 
 
 def grammars(vocab: Vocabulary) -> None:
