@@ -1,6 +1,6 @@
 """Streaming an extraction's partial values against extracting it whole: the same answer from
 `runtimes.testing.ScriptedRuntime` (which streams it in 4-character pieces), read by
-`extract`, by `stream_extract` and by its twin `stream_extract_sync`, each timed as the best of
+`extract`, by `astream_extract` and by its sync twin `stream_extract`, each timed as the best of
 `--rounds`.
 
     python -m bench.partials [--chars 16000] [--rounds 5]
@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentkit import extract, stream_extract, stream_extract_sync
+from agentkit import astream_extract, extract, stream_extract
 from runtimes.testing import ScriptedRuntime
 
 
@@ -73,12 +73,12 @@ def main() -> None:
             return ScriptedRuntime([answer])
 
         async def stream() -> list[Any]:
-            return [v async for v in stream_extract(output_type, "x", runtime=runtime(), max_tokens=len(answer))]
+            return [v async for v in astream_extract(output_type, "x", runtime=runtime(), max_tokens=len(answer))]
 
         extract(output_type, "x", runtime=runtime(), max_tokens=len(answer))  # the grammar compiled once
         whole = best(lambda: extract(output_type, "x", runtime=runtime(), max_tokens=len(answer)), args.rounds)
         streamed = best(lambda: asyncio.run(stream()), args.rounds)
-        synced = best(lambda: list(stream_extract_sync(output_type, "x", runtime=runtime(), max_tokens=len(answer))),
+        synced = best(lambda: list(stream_extract(output_type, "x", runtime=runtime(), max_tokens=len(answer))),
                       args.rounds)
         shown = len(asyncio.run(stream())) - 1
         print(f"{shape:<8} {len(answer):>6} {shown:>8} {whole:>9.3f} {streamed:>8.3f} {streamed / whole:>5.1f} "

@@ -2,7 +2,7 @@
 
     python examples/stream_person.py ["Some text about a person"]
 
-Runs on the embedded default model. `stream_extract_sync` yields the value as it grows (only
+Runs on the embedded default model. `stream_extract` yields the value as it grows (only
 complete fields: never half a name or number), then the whole typed Person; no event loop is
 needed. Then `extract` with an `output_validator` that raises `ModelRetry` when the age is not
 in the text: the model is told why and answers again (`max_retries` such corrections).
@@ -14,7 +14,7 @@ import sys
 
 from pydantic import BaseModel
 
-from agentkit import AgentkitError, ModelRetry, extract, stream_extract_sync
+from agentkit import AgentkitError, ModelRetry, extract, stream_extract
 
 
 class Person(BaseModel):
@@ -27,7 +27,7 @@ TEXT = "Ann Lee is 31 years old. She loves chess and hiking."
 
 
 def main(text: str) -> None:
-    for value in stream_extract_sync(Person, text, max_tokens=96):
+    for value in stream_extract(Person, text, max_tokens=96):
         print(f"  {value!r}")
 
     def age_in_text(person: Person) -> Person:
