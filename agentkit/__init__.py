@@ -19,6 +19,7 @@ field in `tool.constraints`.
 from ._loop.agent import JSON_LIST_NOTE, Agent, ToolPrompt
 from ._loop.approvals import Approval, ApprovalPredicate, PendingCall
 from ._outputs.confidence import Extraction, FieldConfidence
+from ._outputs.grounding import FieldGrounding
 from ._tools.constraints import Constraints, FieldConstraints
 from ._context import RunContext
 from ._errors import (
@@ -70,6 +71,7 @@ from ._outputs.stream import astream_extract, stream_extract, stream_extract_syn
 from ._messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolCallPart, ToolMessage, UserMessage
 from ._loop.repeats import RepeatCalls
 from ._loop.settings import ModelSettings
+from ._tools.grounded import Grounded
 from ._tools.tool import Tool, tool
 from ._version import VERSION as __version__
 
@@ -90,7 +92,9 @@ __all__ = [
     "Extraction",
     "FieldConfidence",
     "FieldConstraints",
+    "FieldGrounding",
     "FinalResult",
+    "Grounded",
     "IncompleteOutput",
     "InvalidArgument",
     "JSON_LIST_NOTE",

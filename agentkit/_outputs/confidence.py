@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 from runtimes import Generation, TokenScore, Usage
 
 from .._tools.schema import escape
+from .grounding import FieldGrounding
 
 T = TypeVar("T")
 
@@ -59,13 +60,15 @@ class Extraction(Generic[T]):
     correction included), and with `confidence=True` in `fields` a `FieldConfidence` for every
     leaf of the JSON by JSON pointer (`/name`, `/tags/0`; `""` for a value that is itself a
     leaf). `fields` is None where there are no scores (not asked for, or the runtime gave
-    none), and `missing` then says why."""
+    none), and `missing` then says why. `grounding` holds a `FieldGrounding` for each field
+    `grounded=` held (or asked to hold) to the text: empty where none was."""
 
     value: T
     fields: dict[str, FieldConfidence] | None
     text: str
     missing: str | None = None
     usage: Usage = field(default_factory=Usage)
+    grounding: tuple[FieldGrounding, ...] = ()
 
     def doubtful(self, below: float = 0.5) -> list[str]:
         """The pointers of the leaves whose probability is under `below`, least sure first:

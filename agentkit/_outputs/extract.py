@@ -10,7 +10,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any, Literal, TypeVar, overload
 
-from grammar import GrammarError
+from grammar import Grammar, GrammarError
 from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, Usage, checks
 
 from .confidence import Extraction, field_confidences, no_scores_reason
@@ -24,6 +24,7 @@ from .._errors import (
     safe_str,
 )
 from .events import RetryRecord
+from .grounding import FieldGrounding, GroundedMode, check_mode, grounded_grammar
 from .._inputs import as_argument_error, check_generation_settings, check_runtime, check_text
 from .output import OutputSpec, OutputValidator, apply_validator, correction
 from .._runtime import budget_reached, resolve_runtime
@@ -68,6 +69,7 @@ async def aextract(
     validation_context: Any = None,
     confidence: Literal[False] = False,
     details: Literal[False] = False,
+    grounded: GroundedMode = False,
 ) -> T: ...
 
 
@@ -86,6 +88,7 @@ async def aextract(
     validation_context: Any = None,
     confidence: Literal[False] = False,
     details: Literal[False] = False,
+    grounded: GroundedMode = False,
 ) -> Any: ...
 
 
@@ -104,6 +107,7 @@ async def aextract(
     validation_context: Any = None,
     confidence: Literal[True],
     details: bool = False,
+    grounded: GroundedMode = False,
 ) -> Extraction[T]: ...
 
 
@@ -122,6 +126,7 @@ async def aextract(
     validation_context: Any = None,
     confidence: bool = False,
     details: Literal[True],
+    grounded: GroundedMode = False,
 ) -> Extraction[T]: ...
 
 
@@ -140,6 +145,7 @@ async def aextract(
     validation_context: Any = None,
     confidence: bool = False,
     details: bool = False,
+    grounded: GroundedMode = False,
 ) -> Any: ...
 
 
@@ -157,6 +163,7 @@ async def aextract(
     validation_context: Any = None,
     confidence: bool = False,
     details: bool = False,
+    grounded: GroundedMode = False,
 ) -> Any:
     """`text`'s content as a `T` (a pydantic model, dataclass, TypedDict, `list[...]` ...).
 
@@ -176,6 +183,12 @@ async def aextract(
     the tokens spent (`usage`, corrections included). `confidence=True` adds how sure the model
     was of each of its leaf values (`Extraction.fields`, by JSON pointer), read from the
     runtime's token scores (local runtimes then read a model pass per token: no jump-forward).
+
+    `grounded=True` holds every plain string (a list's items too) and number of `T` to the
+    text: a string is then a span of `text`, a number one `text` writes (within the field's own
+    constraints); `"auto"` holds the fields a rule picks from their schema, names and the text;
+    a field's `Grounded()` mark overrides either. A field no span or number fits keeps its
+    plain grammar; `Extraction.grounding` says, per field, what was held and why not.
     """
     check_extraction(text=text, instructions=instructions, max_tokens=max_tokens, temperature=temperature,
                      seed=seed, runtime=runtime)
@@ -186,8 +199,10 @@ async def aextract(
     for flag, given in (("confidence", confidence), ("details", details)):
         if not isinstance(given, bool):
             raise InvalidArgument(flag, f"must be True or False, not {type(given).__name__}")
+    check_mode(grounded)
     spec = output_spec(output_type)
     rt = resolve_runtime(runtime)
+    held, grounding = grounded_grammar(spec, text, grounded, rt)
     messages = extraction_messages(spec, text, instructions)
     usage = Usage()
     retries: list[RetryRecord] = []
@@ -195,7 +210,7 @@ async def aextract(
     while True:
         attempt += 1
         generation = await _generate(rt, messages, spec, max_tokens=max_tokens, temperature=temperature, seed=seed,
-                                     usage=usage, scores=confidence)
+                                     usage=usage, scores=confidence, held=held)
         usage = usage + generation.usage
         messages = messages + [{"role": "assistant", "content": generation.text}]
         try:
@@ -210,8 +225,8 @@ async def aextract(
                 retries = [dataclasses.replace(r, fixed_at=attempt) for r in retries]
                 logger.info("extract: attempt %d fixed %d refused answer(s)", attempt, len(retries))
             if confidence:
-                return with_confidence(value, generation, rt.name, usage)
-            return Extraction(value, None, generation.text, NOT_ASKED, usage) if details else value
+                return with_confidence(value, generation, rt.name, usage, grounding)
+            return Extraction(value, None, generation.text, NOT_ASKED, usage, grounding) if details else value
         retries.append(RetryRecord(attempt, "output", kind, told))  # type: ignore[arg-type]
         if len(retries) > max_retries:
             error = OutputValidationError(violations, generation.text, messages=messages, usage=usage)
@@ -233,24 +248,28 @@ def check_extraction(*, text: str, instructions: str | None, max_tokens: int, te
     check_runtime(runtime)
 
 
-def with_confidence(value: T, generation: Generation, runtime_name: str, usage: Usage) -> Extraction[T]:
+def with_confidence(value: T, generation: Generation, runtime_name: str, usage: Usage,
+                    grounding: tuple[FieldGrounding, ...] = ()) -> Extraction[T]:
     """`value` with how sure the model was of each leaf of the JSON it wrote."""
     text = generation.text
     if generation.token_scores is None:
-        return Extraction(value, None, text, no_scores_reason(runtime_name), usage)
+        return Extraction(value, None, text, no_scores_reason(runtime_name), usage, grounding)
     try:
         fields = field_confidences(generation)
     except ValueError as exc:  # the scores do not spell the text: none is given rather than a wrong one
-        return Extraction(value, None, text, f"the token scores could not be matched to the text: {exc}", usage)
-    return Extraction(value, fields, text, None, usage)
+        return Extraction(value, None, text, f"the token scores could not be matched to the text: {exc}", usage,
+                          grounding)
+    return Extraction(value, fields, text, None, usage, grounding)
 
 
 async def _generate(rt: Runtime, messages: list[dict[str, Any]], spec: OutputSpec[Any], *, max_tokens: int,
-                    temperature: float, seed: int | None, usage: Usage, scores: bool = False) -> Generation:
-    """One generation of an extraction, whole (not cut by its budget), or a typed error."""
+                    temperature: float, seed: int | None, usage: Usage, scores: bool = False,
+                    held: Grammar | None = None) -> Generation:
+    """One generation of an extraction, whole (not cut by its budget), or a typed error;
+    `held` the grammar holding some values to the text, where there is one."""
     with runtime_errors(rt, messages, max_tokens):
         generation = await rt.generate(
-            messages, grammar=spec.grammar_for(rt, max_tokens), max_tokens=max_tokens, temperature=temperature,
+            messages, grammar=held or spec.grammar_for(rt, max_tokens), max_tokens=max_tokens, temperature=temperature,
             seed=seed, scores=scores,
         )
     check_ending(generation, messages, max_tokens, usage)
@@ -317,6 +336,7 @@ def extract(
     validation_context: Any = None,
     confidence: Literal[False] = False,
     details: Literal[False] = False,
+    grounded: GroundedMode = False,
 ) -> T: ...
 
 
@@ -335,6 +355,7 @@ def extract(
     validation_context: Any = None,
     confidence: Literal[False] = False,
     details: Literal[False] = False,
+    grounded: GroundedMode = False,
 ) -> Any: ...
 
 
@@ -353,6 +374,7 @@ def extract(
     validation_context: Any = None,
     confidence: Literal[True],
     details: bool = False,
+    grounded: GroundedMode = False,
 ) -> Extraction[T]: ...
 
 
@@ -371,6 +393,7 @@ def extract(
     validation_context: Any = None,
     confidence: bool = False,
     details: Literal[True],
+    grounded: GroundedMode = False,
 ) -> Extraction[T]: ...
 
 
@@ -389,6 +412,7 @@ def extract(
     validation_context: Any = None,
     confidence: bool = False,
     details: bool = False,
+    grounded: GroundedMode = False,
 ) -> Any: ...
 
 
@@ -406,6 +430,7 @@ def extract(
     validation_context: Any = None,
     confidence: bool = False,
     details: bool = False,
+    grounded: GroundedMode = False,
 ) -> Any:
     """`aextract` for code without an event loop."""
     try:
@@ -415,7 +440,7 @@ def extract(
             aextract(
                 output_type, text, runtime=runtime, instructions=instructions, max_tokens=max_tokens,
                 temperature=temperature, seed=seed, max_retries=max_retries, output_validator=output_validator,
-                validation_context=validation_context, confidence=confidence, details=details,
+                validation_context=validation_context, confidence=confidence, details=details, grounded=grounded,
             )
         )
     raise RuntimeError("extract was called inside a running event loop; use `await aextract(...)`")

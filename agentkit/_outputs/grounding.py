@@ -139,7 +139,9 @@ def _record(chosen: dict[str, tuple[str, str]], notes: tuple[grammar.GroundedFie
     schema was lowered, else the first reason it was not)."""
     out = []
     for pointer, (path, kind) in chosen.items():
-        here = [n for n in notes if n.pointer == pointer or n.pointer.startswith(pointer + "/")]
+        # A branch of an anyOf (`str | None`) is lowered under its parent's pointer.
+        here = [n for n in notes if n.kind == kind and (n.pointer == pointer or n.pointer.startswith(pointer + "/")
+                                                        or pointer.startswith(n.pointer + "/"))]
         if not here:
             out.append(FieldGrounding(path, kind, False, "no value of this field is written by the grammar"))
             continue

@@ -19,6 +19,7 @@ from runtimes import Runtime, Usage
 from .._errors import OutputValidationError
 from .._runtime import resolve_runtime
 from .extract import check_ending, check_extraction, extraction_messages, output_spec, runtime_errors
+from .grounding import GroundedMode, check_mode, grounded_grammar
 from .output import OutputSpec
 from .partial import NO_VALUE, NotJSON, PartialJSON
 from .stream import sync_values
@@ -30,6 +31,7 @@ T = TypeVar("T")
 def aextract_iter(
     item_type: type[T], text: str, *, runtime: Runtime | None = None, instructions: str | None = None,
     max_tokens: int = 512, temperature: float = 0.0, seed: int | None = None, validation_context: Any = None,
+    grounded: GroundedMode = False,
 ) -> AsyncIterator[T]: ...
 
 
@@ -37,6 +39,7 @@ def aextract_iter(
 def aextract_iter(
     item_type: Any, text: str, *, runtime: Runtime | None = None, instructions: str | None = None,
     max_tokens: int = 512, temperature: float = 0.0, seed: int | None = None, validation_context: Any = None,
+    grounded: GroundedMode = False,
 ) -> AsyncIterator[Any]: ...
 
 
@@ -50,6 +53,7 @@ async def aextract_iter(
     temperature: float = 0.0,
     seed: int | None = None,
     validation_context: Any = None,
+    grounded: GroundedMode = False,
 ) -> AsyncIterator[Any]:
     """Each `T` of the list `text` holds, validated, as soon as the model closes it.
 
@@ -59,15 +63,17 @@ async def aextract_iter(
     `OutputValidationError` at once, its violations' fields starting with the item's index
     (`[2].age`), after the items before it were handed over. There are no corrections. The
     budget is the whole list's: `IncompleteOutput` where `max_tokens` ran out before the list
-    closed, after the items closed within it. Other errors as `extract`'s."""
+    closed, after the items closed within it. Other errors, and `grounded`, as `extract`'s."""
     check_extraction(text=text, instructions=instructions, max_tokens=max_tokens, temperature=temperature,
                      seed=seed, runtime=runtime)
+    check_mode(grounded)
     spec = output_spec(list[item_type])  # type: ignore[valid-type]
     item_spec = output_spec(item_type)
     rt = resolve_runtime(runtime)
+    held, _ = grounded_grammar(spec, text, grounded, rt)
     messages = extraction_messages(spec, text, instructions)
     with runtime_errors(rt, messages, max_tokens):
-        pieces = rt.stream(messages, grammar=spec.grammar_for(rt, max_tokens), max_tokens=max_tokens,
+        pieces = rt.stream(messages, grammar=held or spec.grammar_for(rt, max_tokens), max_tokens=max_tokens,
                            temperature=temperature, seed=seed)
     reader: PartialJSON | None = PartialJSON()  # None once the text is no JSON prefix
     written: list[str] = []
@@ -134,6 +140,7 @@ def validated_item(item_spec: OutputSpec[Any], value: Any, index: int, validatio
 def extract_iter(
     item_type: type[T], text: str, *, runtime: Runtime | None = None, instructions: str | None = None,
     max_tokens: int = 512, temperature: float = 0.0, seed: int | None = None, validation_context: Any = None,
+    grounded: GroundedMode = False,
 ) -> Iterator[T]: ...
 
 
@@ -141,6 +148,7 @@ def extract_iter(
 def extract_iter(
     item_type: Any, text: str, *, runtime: Runtime | None = None, instructions: str | None = None,
     max_tokens: int = 512, temperature: float = 0.0, seed: int | None = None, validation_context: Any = None,
+    grounded: GroundedMode = False,
 ) -> Iterator[Any]: ...
 
 
@@ -154,12 +162,14 @@ def extract_iter(
     temperature: float = 0.0,
     seed: int | None = None,
     validation_context: Any = None,
+    grounded: GroundedMode = False,
 ) -> Iterator[Any]:
     """`aextract_iter` for code without an event loop: an iterator of the same `T`s, each
     handed over as it closes. Leaving the loop early closes the stream."""
     return sync_values(
         lambda: aextract_iter(item_type, text, runtime=runtime, instructions=instructions, max_tokens=max_tokens,
-                              temperature=temperature, seed=seed, validation_context=validation_context),
+                              temperature=temperature, seed=seed, validation_context=validation_context,
+                              grounded=grounded),
         "extract_iter",
         "aextract_iter",
     )

@@ -18,6 +18,7 @@ from runtimes import Runtime, Usage
 from .._runtime import resolve_runtime
 from .._sync import iterate_to_end
 from .extract import check_ending, check_extraction, extraction_messages, output_spec, runtime_errors
+from .grounding import GroundedMode, check_mode, grounded_grammar
 from .partial import NO_VALUE, Partials
 
 
@@ -31,6 +32,7 @@ async def astream_extract(
     temperature: float = 0.0,
     seed: int | None = None,
     validation_context: Any = None,
+    grounded: GroundedMode = False,
 ) -> AsyncIterator[Any]:
     """`aextract`, yielding the value as it is written: first partial values, then the whole `T`.
 
@@ -42,14 +44,16 @@ async def astream_extract(
     last item is the validated `T` (an instance of it, where the others are dicts, lists and
     scalars; `validation_context` reaches its pydantic validators as `info.context`). Errors
     as `extract`'s; there are no corrections here (an answer that fails validation raises
-    `OutputValidationError`, after its partials were shown)."""
+    `OutputValidationError`, after its partials were shown). `grounded` as `extract`'s."""
     check_extraction(text=text, instructions=instructions, max_tokens=max_tokens, temperature=temperature,
                      seed=seed, runtime=runtime)
+    check_mode(grounded)
     spec = output_spec(output_type)
     rt = resolve_runtime(runtime)
+    held, _ = grounded_grammar(spec, text, grounded, rt)
     messages = extraction_messages(spec, text, instructions)
     with runtime_errors(rt, messages, max_tokens):
-        pieces = rt.stream(messages, grammar=spec.grammar_for(rt, max_tokens), max_tokens=max_tokens,
+        pieces = rt.stream(messages, grammar=held or spec.grammar_for(rt, max_tokens), max_tokens=max_tokens,
                            temperature=temperature, seed=seed)
     partials = Partials()
     try:
@@ -126,6 +130,7 @@ def stream_extract(
     temperature: float = 0.0,
     seed: int | None = None,
     validation_context: Any = None,
+    grounded: GroundedMode = False,
 ) -> ValueStream:
     """`astream_extract` for code without an event loop: an iterator of the same values,
     partial values and then the validated `T`. Leaving the loop early closes the stream.
@@ -134,7 +139,8 @@ def stream_extract(
     `astream_extract`.)"""
     return ValueStream(
         lambda: astream_extract(output_type, text, runtime=runtime, instructions=instructions, max_tokens=max_tokens,
-                                temperature=temperature, seed=seed, validation_context=validation_context),
+                                temperature=temperature, seed=seed, validation_context=validation_context,
+                                grounded=grounded),
         "stream_extract",
         "astream_extract",
     )

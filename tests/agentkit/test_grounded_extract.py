@@ -117,3 +117,59 @@ def test_a_tool_parameter_can_carry_the_mark():
     assert schema == {"type": "number", "grounded": True}
     with pytest.raises(TypeError):
         Grounded("yes")  # type: ignore[arg-type]
+
+
+# --- the entry points --------------------------------------------------------------------------
+
+class Person(BaseModel):
+    name: str
+    age: int
+    city: str | None = None
+
+
+PERSON_TEXT = "Ann Lee is 31 years old and lives in Recife."
+RIGHT = '{"name":"Ann Lee","age":31,"city":"Recife"}'
+MADE_UP = '{"name":"Ann Lee","age":25,"city":"Rafia"}'
+
+
+def test_extract_holds_values_to_the_text_only_when_asked():
+    from agentkit import UnexpectedModelOutput, extract
+    from runtimes.testing import ScriptedRuntime
+
+    assert extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([MADE_UP])).age == 25
+    with pytest.raises(UnexpectedModelOutput):
+        extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([MADE_UP]), grounded=True)
+    found = extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([RIGHT]), grounded=True, details=True)
+    assert found.value == Person(name="Ann Lee", age=31, city="Recife")
+    assert {g.path: g.grounded for g in found.grounding} == {"/name": True, "/age": True, "/city": True}
+    assert extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([RIGHT]), details=True).grounding == ()
+
+
+def test_every_entry_point_takes_grounded():
+    from agentkit import UnexpectedModelOutput, extract_iter, stream_extract
+    from runtimes.testing import ScriptedRuntime
+
+    *_, last = stream_extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([RIGHT]), grounded=True)
+    assert last.age == 31
+    with pytest.raises(UnexpectedModelOutput):
+        list(stream_extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([MADE_UP]), grounded="auto"))
+    items = list(extract_iter(Person, PERSON_TEXT, runtime=ScriptedRuntime(["[" + RIGHT + "]"]), grounded=True))
+    assert items == [Person(name="Ann Lee", age=31, city="Recife")]
+    with pytest.raises(UnexpectedModelOutput):
+        list(extract_iter(Person, PERSON_TEXT, runtime=ScriptedRuntime(["[" + MADE_UP + "]"]), grounded=True))
+    with pytest.raises(InvalidArgument, match="grounded"):
+        list(stream_extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([RIGHT]), grounded="sometimes"))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_local_decode_writes_spans_of_the_text_and_its_numbers(seed):
+    from agentkit import IncompleteOutput, extract
+    from runtimes.testing import RandomRuntime
+
+    try:
+        found = extract(Person, PERSON_TEXT, runtime=RandomRuntime(seed=seed), grounded=True, max_tokens=256,
+                        details=True)
+    except IncompleteOutput:
+        return  # a random model may wander: nothing to check
+    assert found.value.name in PERSON_TEXT and found.value.age == 31
+    assert found.value.city is None or found.value.city in PERSON_TEXT
