@@ -48,16 +48,7 @@ def suffix_automaton(source: str) -> DFA:
                     p = link[p]
                 link[q] = link[cur] = clone
         last = cur
-    edges: list[Edges] = []
-    for moves in nexts:
-        row: Edges = []
-        for c in sorted(moves):
-            if _SURROGATES[0] <= c <= _SURROGATES[1]:
-                continue
-            t = moves[c]
-            if row and row[-1][1] + 1 == c and row[-1][2] == t:
-                row[-1] = (row[-1][0], c, t)
-            else:
-                row.append((c, c, t))
-        edges.append(row)
+    edges: list[Edges] = [
+        [(c, c, moves[c]) for c in sorted(moves) if not _SURROGATES[0] <= c <= _SURROGATES[1]] for moves in nexts
+    ]
     return DFA(edges, [True] * len(nexts))
