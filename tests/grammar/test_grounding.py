@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import random
 import weakref
 from decimal import Decimal
 
@@ -211,3 +212,21 @@ def test_a_grammar_per_text_leaves_no_compiled_grammar_behind():
     gc.collect()
     assert sum(r() is not None for r in refs) <= MAX_CACHED_COMPILES
     assert _liveness.cache_info().maxsize is not None and _encoded.cache_info().maxsize is not None
+
+
+@pytest.mark.parametrize("fmt, value", [("email", "j.mueller@brandt-soehne.de"), ("date", "2025-03-14"),
+                                        ("uri", "https://example.com/x?y=1"), ("ipv4", "10.0.0.1")])
+def test_a_format_is_intersected_with_the_sources_spans(fmt, value):
+    text = "Mail j.mueller@brandt-soehne.de or see https://example.com/x?y=1 on 2025-03-14, ip 10.0.0.1."
+    validator = Draft202012Validator({"format": fmt}, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    for bound in (None, 40):
+        schema = {"type": "string", "format": fmt, **({"maxLength": bound} if bound else {})}
+        g = from_json_schema(grounded(schema), grounding=Grounding(text))
+        assert g.grounding[0].grounded
+        assert g.accepts(json.dumps(value))
+        spans = substrings(text)
+        assert not any(g.accepts(json.dumps(s)) for s in ["x@y.io", "2024-01-01", "10.0.0.2"])
+        rng = random.Random(fmt)
+        for _ in range(10):
+            written = json.loads(sentence(g.rule_set(), rng))
+            assert written in spans and validator.is_valid(written)
