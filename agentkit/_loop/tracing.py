@@ -8,9 +8,10 @@ does nothing; with it and no SDK configured, its no-op tracer does nothing eithe
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from runtimes import Generation, Runtime
 
@@ -18,6 +19,7 @@ from .._errors import log_text, safe_str
 from .._version import VERSION
 
 logger = logging.getLogger("agentkit")
+T = TypeVar("T")
 _UNSET: Any = object()
 _trace: Any = _UNSET
 
@@ -40,8 +42,24 @@ def _otel() -> Any:
     return _trace
 
 
+def _untraced_on_failure(method: Callable[..., T]) -> Callable[..., T | None]:
+    """A trace method that never fails the run: where the tracer provider (the user's, or the
+    process's) raises, the failure is logged and this run goes on untraced."""
+
+    @functools.wraps(method)
+    def guarded(self: "RunTrace", *args: Any, **kwargs: Any) -> T | None:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            self._give_up(exc)
+            return None
+
+    return guarded
+
+
 class RunTrace:
-    """The spans of one run; each method does nothing where tracing is off."""
+    """The spans of one run; each method does nothing where tracing is off, and a tracer that
+    raises turns this run's tracing off (logged) rather than failing the run."""
 
     def __init__(self, runtime_name: str, attributes: dict[str, Any], provider: Any = None):
         """`provider`: a tracer provider of the agent's own; None is the process's global one."""
@@ -51,6 +69,10 @@ class RunTrace:
         self._context: Any = None
         if trace is None:
             return
+        self._start(trace, runtime_name, attributes, provider)
+
+    @_untraced_on_failure
+    def _start(self, trace: Any, runtime_name: str, attributes: dict[str, Any], provider: Any) -> None:
         self._tracer = (provider or trace.get_tracer_provider()).get_tracer("agentkit", VERSION)
         self._span = self._tracer.start_span("invoke_agent agentkit", attributes={
             "gen_ai.operation.name": "invoke_agent",
@@ -71,6 +93,11 @@ class RunTrace:
     def on(self) -> bool:
         return self._span is not None
 
+    def _give_up(self, exc: Exception) -> None:
+        logger.warning("tracing failed (%s: %s); this run goes on untraced", type(exc).__name__, log_text(exc))
+        self._span = None
+
+    @_untraced_on_failure
     def model_request(self, runtime: Runtime, step: int, options: dict[str, Any]) -> Any:
         """Start a model request's span (`end_model_request` ends it); None where tracing is off."""
         if self._span is None:
@@ -90,6 +117,7 @@ class RunTrace:
         return self._tracer.start_span(f"chat {model}", context=self._context,
                                        attributes={k: v for k, v in attributes.items() if v is not None})
 
+    @_untraced_on_failure
     def end_model_request(self, span: Any, generation: Generation | None, error: BaseException | None = None) -> None:
         if span is None:
             return
@@ -112,10 +140,24 @@ class RunTrace:
             return
         attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": call_id,
                       "gen_ai.tool.type": "function"}
-        with self._tracer.start_as_current_span(f"execute_tool {name}", context=self._context, attributes=attributes,
-                                                record_exception=False, set_status_on_exception=False) as span:
+        try:
+            spans = self._tracer.start_as_current_span(f"execute_tool {name}", context=self._context,
+                                                       attributes=attributes, record_exception=False,
+                                                       set_status_on_exception=False)
+            span = spans.__enter__()
+        except Exception as exc:
+            self._give_up(exc)
+            yield None
+            return
+        try:
             yield span
+        finally:
+            try:
+                spans.__exit__(None, None, None)
+            except Exception as exc:
+                self._give_up(exc)
 
+    @_untraced_on_failure
     def tool_outcome(self, span: Any, outcome: str, error: BaseException | None = None) -> None:
         """`outcome`: "ok", "error", "retry" (the tool raised `ModelRetry`), "aborted" (it
         ended the run)."""
@@ -124,6 +166,7 @@ class RunTrace:
         span.set_attribute("agentkit.tool.outcome", outcome)
         self._fail(span, error)
 
+    @_untraced_on_failure
     def end(self, *, steps: int, usage: Any, error: BaseException | None = None, pending: int = 0) -> None:
         if self._span is None:
             return

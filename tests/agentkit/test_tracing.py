@@ -170,3 +170,70 @@ async def test_an_agents_own_tracer_provider(spans: Any) -> None:
     assert spans.get_finished_spans() == ()  # not the global provider's
     with pytest.raises(InvalidArgument, match="tracer_provider"):
         Agent([], tracer_provider="console")
+
+
+class _FailingTracer:
+    """A tracer whose `failing` method raises; every other one hands out spans that record
+    nothing, so each point where a run touches its tracer can be made to fail alone."""
+
+    def __init__(self, failing: str):
+        self.failing = failing
+
+    def _maybe_fail(self, where: str) -> None:
+        if where == self.failing:
+            raise RuntimeError(f"tracer bug in {where}")
+
+    def start_span(self, name: str, **kwargs: Any) -> Any:
+        self._maybe_fail("start_span run" if name.startswith("invoke_agent") else "start_span chat")
+        return _FailingSpan(self)
+
+    def start_as_current_span(self, name: str, **kwargs: Any) -> Any:
+        self._maybe_fail("start_as_current_span")
+        return _FailingSpanContext(self)
+
+
+class _FailingSpan:
+    def __init__(self, tracer: _FailingTracer):
+        self.tracer = tracer
+
+    def set_attributes(self, attributes: Any) -> None:
+        self.tracer._maybe_fail("set_attributes")
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        self.tracer._maybe_fail("set_attribute")
+
+    def end(self) -> None:
+        self.tracer._maybe_fail("end")
+
+
+class _FailingSpanContext:
+    def __init__(self, tracer: _FailingTracer):
+        self.tracer = tracer
+
+    def __enter__(self) -> _FailingSpan:
+        return _FailingSpan(self.tracer)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.tracer._maybe_fail("exit tool span")
+
+
+class _FailingProvider:
+    def __init__(self, failing: str):
+        self.failing = failing
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> _FailingTracer:
+        if self.failing == "get_tracer":
+            raise RuntimeError("provider bug")
+        return _FailingTracer(self.failing)
+
+
+@pytest.mark.parametrize("failing", ["get_tracer", "start_span run", "start_span chat", "start_as_current_span",
+                                     "set_attributes", "set_attribute", "end", "exit tool span"])
+def test_a_tracer_that_raises_anywhere_leaves_the_run_untraced_not_failed(
+        exporter: Any, failing: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The tracer provider is the user's (or the process's): whatever it raises, the run ends
+    as it would untraced, and the log says tracing failed."""
+    rt = ScriptedRuntime([call("get_weather", '{"city":"Oslo"}'), "Sunny."])
+    result = Agent([get_weather], runtime=rt, tracer_provider=_FailingProvider(failing)).run_sync("Weather in Oslo?")
+    assert result.output == "Sunny." and [r.result for r in result.tool_calls] == [{"city": "Oslo", "temp_c": 21}]
+    assert any("tracing failed" in r.getMessage() for r in caplog.records)
