@@ -688,7 +688,7 @@ class Agent(Generic[OutputT]):
                     state.confidence.update((call.id, fields) for call, fields in zip(turn.calls, scored))
             for call in turn.calls:
                 yield ToolCallEvent(state.step, call)
-            checked = [validated(c, tools, state.validation_context) for c in turn.calls]
+            checked = [validated(c, state) for c in turn.calls]
             held = [c for c in checked if isinstance(c, ValidCall) and await self._waits(state, c)]
             pending = [pending_call(c, state.confidence.get(c.call.id), state.validation_context) for c in held]
             if pending:  # stored as they will run, and marked: the decision to hold them is kept
@@ -743,7 +743,7 @@ class Agent(Generic[OutputT]):
         (`CallDenied`)."""
         items: list[ValidCall | ToolCallRecord] = []
         for call in state.resumed:
-            checked = validated(call, state.settings.tools, state.validation_context)
+            checked = validated(call, state)
             decision = state.approvals[call.id]
             if decision.approved or isinstance(checked, ToolCallRecord):
                 items.append(checked)

@@ -4,7 +4,7 @@ as the run's ledger says), and their outcomes as the text the model reads next."
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .approvals import idempotency_key
@@ -14,7 +14,6 @@ from .._outputs.events import RunUsage, ToolCallRecord
 from .._messages import ToolCall, render_error, render_result
 from .repeats import REUSE_NOTE, ValidCall
 from .state import RunState
-from .._tools.tool import Tool
 
 logger = logging.getLogger("agentkit")
 
@@ -68,14 +67,17 @@ async def run_calls(
     return await state.ledger.run_turn(calls, run, before=before)
 
 
-def validated(call: ToolCall, tools: Mapping[str, Tool], validation_context: Any = None) -> ValidCall | ToolCallRecord:
-    """The call ready to run, or its record if its arguments do not validate
-    (`validation_context` goes to the arguments' pydantic validators)."""
-    t = tools[call.name]
-    try:
-        return ValidCall(call, t, t.validate(call.arguments, validation_context=validation_context))
-    except ToolArgumentsError as exc:
-        return ToolCallRecord(call, error=exc)
+def validated(call: ToolCall, state: RunState) -> ValidCall | ToolCallRecord:
+    """The call ready to run, or its record if its arguments do not validate (the run's
+    `validation_context` goes to the arguments' pydantic validators). A validator that raises
+    something other than a validation failure is the user's code failing, not the model's
+    arguments: `CallbackFailed`, the messages kept."""
+    t = state.settings.tools[call.name]
+    with state.callback_errors(f"the argument validators of tool {call.name!r}", passes=(ToolArgumentsError,)):
+        try:
+            return ValidCall(call, t, t.validate(call.arguments, validation_context=state.validation_context))
+        except ToolArgumentsError as exc:
+            return ToolCallRecord(call, error=exc)
 
 
 def tool_feedback(record: ToolCallRecord) -> str:

@@ -112,20 +112,27 @@ class RunState:
         fires while it holds the loop) is a `RunTimeout` all the same."""
 
         async def guarded() -> Any:
-            try:
+            with self.callback_errors(role, passes):
                 value = fn(*args)
                 if inspect.isawaitable(value):
                     value = await value
                 return value
-            except BaseException as exc:
-                if isinstance(exc, (*passes, KeyboardInterrupt, asyncio.CancelledError)):
-                    raise
-                raise CallbackFailed(role, exc, **self.context()) from exc
 
         value = await self.within(guarded())
         if self.deadline is not None and asyncio.get_running_loop().time() > self.deadline:
             raise self._timed_out()
         return value
+
+    @contextlib.contextmanager
+    def callback_errors(self, role: str, passes: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+        """What a function the run was given raises, but `passes`, as a `CallbackFailed` that
+        keeps the messages (see `callback`)."""
+        try:
+            yield
+        except BaseException as exc:
+            if isinstance(exc, (*passes, KeyboardInterrupt, asyncio.CancelledError)):
+                raise
+            raise CallbackFailed(role, exc, **self.context()) from exc
 
     @contextlib.contextmanager
     def model_errors(self, name: str) -> Iterator[None]:

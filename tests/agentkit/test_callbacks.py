@@ -166,3 +166,39 @@ def test_an_async_predicate_decides() -> None:
 
     paused = Agent([lookup], ScriptedRuntime([CALL]), requires_approval=costly).run_sync("go")
     assert [p.tool for p in paused.pending] == ["lookup"]
+
+
+class Place(BaseModel):
+    """A tool argument whose validator raises what `PLACE_RAISES` names."""
+
+    city: str
+
+    @field_validator("city")
+    @classmethod
+    def check(cls, v: str) -> str:
+        raise RAISED[PLACE_RAISES[0]]()
+
+
+PLACE_RAISES = ["type_error"]
+WEATHER_RAN: list[str] = []
+
+
+@tool
+def weather(place: Place) -> str:
+    """Weather in a place."""
+    WEATHER_RAN.append(place.city)
+    return "sunny"
+
+
+@given(kind=st.sampled_from(sorted(set(RAISED) - {"value_error"})))  # a ValueError is pydantic's failure
+@settings(max_examples=20, deadline=None)
+def test_a_validator_of_a_tools_arguments_that_raises_anything_is_a_callback_failure(kind: str) -> None:
+    """A validation failure of the arguments goes back to the model; anything else a validator
+    raises is the user's code failing: the run ends typed, the tool not run, the messages kept."""
+    PLACE_RAISES[0] = kind
+    WEATHER_RAN.clear()
+    rt = ScriptedRuntime(['[{"name":"weather","arguments":{"place":{"city":"Oslo"}}}]', "Sunny."])
+    with pytest.raises(CallbackFailed) as info:
+        Agent([weather], rt).run_sync("Weather in Oslo?")
+    assert info.value.callback == "the argument validators of tool 'weather'" and WEATHER_RAN == []
+    assert info.value.messages[0] == {"role": "user", "content": "Weather in Oslo?"}
