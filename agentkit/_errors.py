@@ -34,6 +34,9 @@ The tree (a name in parentheses is a builtin base it also has, so code catching 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -363,15 +366,30 @@ class ModelRequestFailed(RunError):
 
 
 class CallbackFailed(RunError):
-    """A function the agent was given, other than a tool, raised: its `output_validator` (other
-    than `ModelRetry`), its `requires_approval` predicate, or a validator of its output type
-    (other than a validation failure). `callback` names which; `__cause__` is what it raised.
+    """A function an agent or an extraction was given, other than a tool, raised: an
+    `output_validator` (other than `ModelRetry`), the `requires_approval` predicate, a per-run
+    `system_prompt`, or a validator of the output type or of a tool's arguments (other than a
+    validation failure). `callback` names which; `__cause__` is what it raised.
     A `SystemExit` or another `BaseException` that is not an `Exception` is caught too (as for
     tools, `ToolAborted`); `KeyboardInterrupt` and cancellation pass through."""
 
     def __init__(self, callback: str, raised: BaseException, **kwargs: Any):
         self.callback = callback
         super().__init__(f"{callback} raised {type(raised).__name__}: {log_text(raised)}", **kwargs)
+
+
+@contextlib.contextmanager
+def callback_failures(role: str, context: Callable[[], dict[str, Any]],
+                      passes: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+    """What a user's function (`role` names it) raises inside the block, but `passes`, as a
+    `CallbackFailed` with the messages and usage `context()` gives then; `KeyboardInterrupt`
+    and cancellation pass through."""
+    try:
+        yield
+    except BaseException as exc:
+        if isinstance(exc, (*passes, KeyboardInterrupt, asyncio.CancelledError)):
+            raise
+        raise CallbackFailed(role, exc, **context()) from exc
 
 
 class UnexpectedModelOutput(RunError):

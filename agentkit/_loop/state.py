@@ -17,7 +17,7 @@ from grammar import GrammarError
 from runtimes import GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded
 
 from .._errors import (
-    CallbackFailed,
+    callback_failures,
     IncompleteOutput,
     ModelRequestFailed,
     RunError,
@@ -127,12 +127,8 @@ class RunState:
     def callback_errors(self, role: str, passes: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
         """What a function the run was given raises, but `passes`, as a `CallbackFailed` that
         keeps the messages (see `callback`)."""
-        try:
+        with callback_failures(role, self.context, passes):
             yield
-        except BaseException as exc:
-            if isinstance(exc, (*passes, KeyboardInterrupt, asyncio.CancelledError)):
-                raise
-            raise CallbackFailed(role, exc, **self.context()) from exc
 
     @contextlib.contextmanager
     def model_errors(self, name: str) -> Iterator[None]:

@@ -21,6 +21,7 @@ from .._errors import (
     ModelRetry,
     OutputValidationError,
     UnexpectedModelOutput,
+    callback_failures,
     safe_str,
 )
 from .events import RetryRecord
@@ -213,11 +214,14 @@ async def aextract(
                                      usage=usage, scores=confidence, held=held)
         usage = usage + generation.usage
         messages = messages + [{"role": "assistant", "content": generation.text}]
+        context = functools.partial(dict, messages=messages, usage=usage)
         try:
-            value = spec.validate(generation.text, validation_context=validation_context, messages=messages,
-                                  usage=usage)
+            with callback_failures("output_type", context, passes=(OutputValidationError,)):
+                value = spec.validate(generation.text, validation_context=validation_context, messages=messages,
+                                      usage=usage)
             if output_validator is not None:
-                value = await apply_validator(output_validator, value)
+                with callback_failures("output_validator", context, passes=(OutputValidationError, ModelRetry)):
+                    value = await apply_validator(output_validator, value)
         except (OutputValidationError, ModelRetry) as exc:
             violations, kind, told = correction(exc)
         else:

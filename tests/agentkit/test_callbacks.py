@@ -202,3 +202,39 @@ def test_a_validator_of_a_tools_arguments_that_raises_anything_is_a_callback_fai
         Agent([weather], rt).run_sync("Weather in Oslo?")
     assert info.value.callback == "the argument validators of tool 'weather'" and WEATHER_RAN == []
     assert info.value.messages[0] == {"role": "user", "content": "Weather in Oslo?"}
+
+
+class Named(BaseModel):
+    """An output type whose validator raises what `NAMED_RAISES` names."""
+
+    name: str
+
+    @field_validator("name")
+    @classmethod
+    def check(cls, v: str) -> str:
+        raise RAISED[NAMED_RAISES[0]]()
+
+
+NAMED_RAISES = ["type_error"]
+
+
+class Person(BaseModel):
+    name: str
+
+
+@given(kind=st.sampled_from(sorted(set(RAISED) - {"value_error"})), where=st.sampled_from(["output_type", "output_validator"]))
+@settings(max_examples=30, deadline=None)
+def test_extract_ends_typed_where_its_type_or_validator_raises_anything(kind: str, where: str) -> None:
+    """As in a run: what a validator of the type, or `output_validator`, raises past a
+    validation failure or `ModelRetry` is a `CallbackFailed` keeping the answer's messages."""
+    from agentkit import extract
+
+    NAMED_RAISES[0] = kind
+    rt = ScriptedRuntime(['{"name":"Ann"}'])
+    with pytest.raises(CallbackFailed) as info:
+        if where == "output_type":
+            extract(Named, "Ann", runtime=rt)
+        else:
+            extract(Person, "Ann", runtime=rt, output_validator=_raiser(kind, False))
+    assert info.value.callback == where
+    assert info.value.messages[-1] == {"role": "assistant", "content": '{"name":"Ann"}'}
