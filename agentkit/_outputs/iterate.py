@@ -10,13 +10,14 @@ its own, and handed over. `aextract_iter` is the async twin.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, TypeVar, overload
 
 from runtimes import Runtime, Usage
 
-from .._errors import OutputValidationError
+from .._errors import OutputValidationError, callback_failures
 from .._runtime import resolve_runtime
 from .extract import check_ending, check_extraction, extraction_messages, output_spec, runtime_errors
 from .grounding import GroundedMode, check_mode, grounded_grammar
@@ -94,10 +95,13 @@ async def aextract_iter(
                 reader = None
                 continue
             for index in range(handed, closed_items(reader)):
+                so_far = functools.partial(dict, messages=messages + [{"role": "assistant", "content": "".join(written)}],
+                                           usage=Usage())
                 try:
-                    item = validated_item(item_spec, reader.root[index], index, validation_context)
+                    with callback_failures("output_type", so_far, passes=(OutputValidationError,)):
+                        item = validated_item(item_spec, reader.root[index], index, validation_context)
                 except OutputValidationError as exc:  # with the answer so far
-                    exc.messages = messages + [{"role": "assistant", "content": "".join(written)}]
+                    exc.messages = so_far()["messages"]
                     raise
                 yield item
                 handed += 1
@@ -109,8 +113,10 @@ async def aextract_iter(
     if reader is not None and not reader.stack and isinstance(reader.root, list):
         return  # the list closed, and every item of it was handed over
     answered = messages + [{"role": "assistant", "content": generation.text}]
-    items = spec.validate(generation.text, validation_context=validation_context, messages=answered,
-                          usage=generation.usage)
+    with callback_failures("output_type", functools.partial(dict, messages=answered, usage=generation.usage),
+                           passes=(OutputValidationError,)):
+        items = spec.validate(generation.text, validation_context=validation_context, messages=answered,
+                              usage=generation.usage)
     for item in items[handed:]:  # (the check raises first: a text the reader refused does not validate)
         yield item
 

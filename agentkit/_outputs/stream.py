@@ -9,12 +9,14 @@ deprecated alias.
 from __future__ import annotations
 
 import asyncio
+import functools
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from runtimes import Runtime, Usage
 
+from .._errors import OutputValidationError, callback_failures
 from .._runtime import resolve_runtime
 from .._sync import iterate_to_end
 from .extract import check_ending, check_extraction, extraction_messages, output_spec, runtime_errors
@@ -72,8 +74,11 @@ async def astream_extract(
     assert generation is not None
     check_ending(generation, messages, max_tokens, Usage())
     answered = messages + [{"role": "assistant", "content": generation.text}]
-    yield spec.validate(generation.text, validation_context=validation_context, messages=answered,
-                        usage=generation.usage)
+    context = functools.partial(dict, messages=answered, usage=generation.usage)
+    with callback_failures("output_type", context, passes=(OutputValidationError,)):
+        value = spec.validate(generation.text, validation_context=validation_context, messages=answered,
+                              usage=generation.usage)
+    yield value
 
 
 class ValueStream(Iterator[Any]):

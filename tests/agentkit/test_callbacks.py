@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, field_validator
 
 from agentkit import Agent, CallbackFailed, ModelRetry, RunError, RunTimeout, tool
-from runtimes.testing import ScriptedRuntime
+from runtimes.testing import FunctionRuntime, ScriptedRuntime
 
 RAN: list[int] = []
 
@@ -238,3 +238,20 @@ def test_extract_ends_typed_where_its_type_or_validator_raises_anything(kind: st
             extract(Person, "Ann", runtime=rt, output_validator=_raiser(kind, False))
     assert info.value.callback == where
     assert info.value.messages[-1] == {"role": "assistant", "content": '{"name":"Ann"}'}
+
+
+@given(kind=st.sampled_from(sorted(set(RAISED) - {"value_error"})), how=st.sampled_from(["stream", "iter", "iter_end"]))
+@settings(max_examples=30, deadline=None)
+def test_streamed_and_item_by_item_extractions_end_typed_where_the_type_raises(kind: str, how: str) -> None:
+    from agentkit import extract_iter, stream_extract
+
+    NAMED_RAISES[0] = kind
+    with pytest.raises(CallbackFailed) as info:
+        if how == "stream":
+            list(stream_extract(Named, "Ann", runtime=ScriptedRuntime(['{"name":"Ann"}'])))
+        else:  # an item closed mid-stream, or only at the answer's end (a list of one, read whole)
+            spellings = ['[{"name":"Ann"},{"name":"Bo"}]', '[{"name": "Ann"}, {"name": "Bo"}]'] if how == "iter" \
+                else ['[{"name":"Ann"}]', '[{"name": "Ann"}]']
+            rt = FunctionRuntime(lambda messages, info: next(t for t in spellings if info.grammar.accepts(t)))
+            list(extract_iter(Named, "Ann", runtime=rt))
+    assert info.value.callback == "output_type" and info.value.messages[-1]["role"] == "assistant"
