@@ -56,11 +56,14 @@ class FunctionCall(TypedDict):
 
 
 class ToolCallPart(TypedDict):
-    """A structured call in an assistant message: its `id`, and the function and arguments."""
+    """A structured call in an assistant message: its `id`, and the function and arguments;
+    `awaits_approval` marks a call a paused run holds for a decision (the arguments then as
+    they were shown), so the mark survives a history stored as JSON."""
 
     id: str
     type: Literal["function"]
     function: FunctionCall
+    awaits_approval: NotRequired[bool]
 
 
 @with_config(ConfigDict(extra="allow"))  # a key of its own (a user's `name`) is kept
