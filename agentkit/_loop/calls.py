@@ -64,7 +64,8 @@ async def run_calls(
     def before(count: int) -> None:  # the turn's calls that would run, none of which has yet
         state.limits.before_calls(state.usage.tool_runs, count, state.context())
 
-    return await state.ledger.run_turn(calls, run, before=before)
+    told = "\n".join(m["content"] for m in state.messages if m.get("role") == "user" and isinstance(m.get("content"), str))
+    return await state.ledger.run_turn(calls, run, before=before, told=told)
 
 
 def validated(call: ToolCall, state: RunState) -> ValidCall | ToolCallRecord:

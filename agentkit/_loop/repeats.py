@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+import math
+import re
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -126,10 +128,12 @@ class CallLedger:
         calls: Sequence[ValidCall | ToolCallRecord],
         run: Callable[[ValidCall], Awaitable[ToolCallRecord]],
         before: Callable[[int], None] | None = None,
+        told: str = "",
     ) -> list[ToolCallRecord]:
         """Every call's record, in call order: `calls` holds records already (calls whose
         arguments did not validate) and valid calls; those that run, run concurrently, after
-        `before` is told how many will (what it raises stops them all)."""
+        `before` is told how many will (what it raises stops them all). `told`: what the user
+        wrote, against which a call fed on its own tool's result is told from a new one."""
         records = {i: c for i, c in enumerate(calls) if isinstance(c, ToolCallRecord)}
         valid = {i: c for i, c in enumerate(calls) if isinstance(c, ValidCall)}
         keys: dict[int, CallKey] = {}
@@ -143,7 +147,7 @@ class CallLedger:
                 continue
             keys[i] = key
             first = firsts.setdefault(key, i)
-            earlier = self._succeeded.get(key)
+            earlier = self._succeeded.get(key) or self._fed_on(c, told)
             original = earlier.call.id if earlier else (valid[first].call.id if first != i else None)
             if original is None or self.policy == "run":
                 to_run[i] = original
@@ -172,6 +176,14 @@ class CallLedger:
             records[i] = _reused(valid[i], records[first])
         return [records[i] for i in range(len(calls))]
 
+    def _fed_on(self, call: ValidCall, told: str) -> ToolCallRecord | None:
+        """The earlier success of the same tool whose result `call` is fed on, if any (see
+        `feeds_on`): such a call is a repeat of that one in spirit."""
+        for record in self._succeeded.values():
+            if record.call.name == call.call.name and feeds_on(call.call.arguments, record, told):
+                return record
+        return None
+
     @staticmethod
     def folded(records: Sequence[ToolCallRecord]) -> set[str]:
         """The ids of `records` (one turn's) that reuse an earlier call of the same turn: such
@@ -186,6 +198,53 @@ class CallLedger:
         retried what it was told fails)."""
         succeeded = {r.call.id for r in self._succeeded.values()}
         return any(r.repeat_of in succeeded or r.call.id in self._failed_alike for r in records)
+
+
+def feeds_on(arguments: Any, earlier: ToolCallRecord, told: str) -> bool:
+    """Whether a call with `arguments` is `earlier`'s tool called on `earlier`'s own result
+    with nothing new from the user: each argument that differs from `earlier`'s holds a value
+    that result holds and `told` (the user's words) does not. Small models chain a tool on
+    itself so (`convert_temperature(25)` gives 298.15, then `convert_temperature(298.15)` ...)
+    until `max_steps`; no such call adds what the request asked for."""
+    mine, theirs = dict(_leaves(arguments)), dict(_leaves(earlier.call.arguments))
+    changed = [value for path, value in mine.items() if path not in theirs or not _equal(value, theirs[path])]
+    held = [value for _, value in _leaves(earlier.result)]
+    return bool(changed) and all(
+        any(_equal(value, h) for h in held) and not _told(value, told) for value in changed)
+
+
+_NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
+
+
+def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """The scalars of a JSON-like value, each with its path."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, f"{path}/{key}")
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _leaves(item, f"{path}/{i}")
+    elif value is None or isinstance(value, (str, int, float)):
+        yield path, value
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if _is_number(a) and _is_number(b):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    if isinstance(a, str) and isinstance(b, str):
+        return a.strip().casefold() == b.strip().casefold()
+    return False
+
+
+def _told(value: Any, told: str) -> bool:
+    """Whether the user's words hold `value` (a number among their numbers, a text among their words)."""
+    if _is_number(value):
+        return any(math.isclose(abs(float(n.replace(",", ""))), abs(value), abs_tol=1e-9) for n in _NUMBER.findall(told))
+    return isinstance(value, str) and value.strip().casefold() in told.casefold()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _reused(call: ValidCall, original: ToolCallRecord) -> ToolCallRecord:
