@@ -60,7 +60,7 @@ def test_false_holds_nothing_but_what_a_field_marks_itself():
 
 def test_auto_leaves_composed_fields_and_reworded_formats_free():
     chosen = held("auto")
-    assert "/summary" not in chosen and "/customer" in chosen and "/quantity" in chosen
+    assert "/note" not in chosen and "/customer" in chosen and "/quantity" in chosen and "/summary" in chosen
     schema = {"type": "object", "properties": {"day": {"type": "string", "format": "date"}, "n": {"type": "integer"}}}
     _, found = marked_schema(schema, "no numbers here", "auto")
     assert found == {}
@@ -108,6 +108,20 @@ def test_no_field_held_gives_no_grammar_of_its_own():
 def test_grounded_must_be_true_false_or_auto(bad):
     with pytest.raises(InvalidArgument, match="grounded"):
         check_mode(bad)
+
+
+def test_a_decimal_holds_its_number_and_leaves_its_string_spelling_free():
+    from decimal import Decimal
+
+    class Priced(BaseModel):
+        price: Decimal
+
+    spec = OutputSpec(Priced)
+    _, chosen = marked_schema(spec.schema, TEXT, True)
+    assert list(chosen.values()) == [("/price", "number")]
+    g, record = grounded_grammar(spec, TEXT, True, Local())
+    assert record == (FieldGrounding("/price", "number", True),)
+    assert g.accepts('{"price":18.50}') and not g.accepts('{"price":19}')
 
 
 def test_a_tool_parameter_can_carry_the_mark():
