@@ -21,6 +21,8 @@ from grammar import CompileError, Grammar
 
 from .._errors import InvalidArgument
 from .._tools.grounded import GROUNDED_KEY
+
+NUMBERS_AS_STRINGS = "numbers"  # `"grounded": "numbers"`: a string held to the numbers the text writes
 from . import output as _output
 from .output import OutputSpec
 
@@ -96,13 +98,20 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
         _visit(node["items"], f"{pointer}/items", f"{path}/*", explicit, name, description, text, mode, chosen)
     for keyword in ("anyOf", "oneOf"):
         branches = [b for b in node.get(keyword) or () if isinstance(b, dict)]
-        # A number that may also be written as a string (pydantic's Decimal): the number is
-        # held, the string left as it is (a span would be "£18.50", no number at all).
+        # A number that may also be written as a string (pydantic's Decimal): where the number
+        # is held, the string is held to the same numbers' spellings (a span would be "£18.50",
+        # no number at all).
         spelled = any(_kind(b) == "number" for b in branches)
+        strings = []
         for i, branch in enumerate(node.get(keyword) or ()):
             if spelled and isinstance(branch, dict) and _kind(branch) == "string":
+                strings.append(branch)
                 continue
             _visit(branch, f"{pointer}/{keyword}/{i}", path, explicit, name, description, text, mode, chosen)
+        if any(b.get(GROUNDED_KEY) is True and _kind(b) == "number" for b in branches):
+            for branch in strings:
+                if branch.get(GROUNDED_KEY) is not False:
+                    branch[GROUNDED_KEY] = NUMBERS_AS_STRINGS
     kind = _kind(node)
     if kind is None:
         return

@@ -15,7 +15,7 @@ from .limits import MAX_REPEAT
 from .numbers import Bound, tighter_lower, tighter_upper
 from .refs import DRAFT2020, DRAFT4, LEGACY, Place
 from .values import _is_json_value, json_key
-from .vocabulary import GROUNDED, HAS_OTHER_KEY, KINDS, NONINTEGRAL, NOT_MAX_PROPERTIES, NOT_PATTERN, NOT_VALUES, ONLY_KINDS, VALIDATORS, _ARRAY_KEYWORDS, _BRANCHING, _Internal, _OBJECT_KEYWORDS, _TYPE_KINDS
+from .vocabulary import GROUNDED, HAS_OTHER_KEY, NUMBERS, KINDS, NONINTEGRAL, NOT_MAX_PROPERTIES, NOT_PATTERN, NOT_VALUES, ONLY_KINDS, VALIDATORS, _ARRAY_KEYWORDS, _BRANCHING, _Internal, _OBJECT_KEYWORDS, _TYPE_KINDS
 
 
 @dataclass
@@ -76,8 +76,9 @@ class Facets:
     # narrowed to what can be enforced): a proof about all of them, such as that two oneOf
     # branches share none, must not rest on it.
     narrowed: bool = False
-    # Strings and numbers held to the compile's source (a place said `"grounded": true`).
-    grounded: bool = False
+    # Strings and numbers held to the compile's source (a place said `"grounded": true`), or
+    # strings held to the numbers it writes (`"grounded": "numbers"`: a decimal's string form).
+    grounded: bool | str = False
 
 
 class MergingMixin:
@@ -107,7 +108,8 @@ class MergingMixin:
                 if isinstance(keyword, _Internal):
                     self.merge_internal(out, keyword, value)
                 elif keyword == GROUNDED and self.grounding is not None:
-                    out.grounded |= value is True
+                    if value is True or value == NUMBERS:
+                        out.grounded = out.grounded or value
                 elif keyword in _ARRAY_KEYWORDS and keyword in validators:
                     if not arrays_done:
                         self.merge_items(out, place)

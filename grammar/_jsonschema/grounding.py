@@ -4,7 +4,8 @@ A subschema marked `"grounded": true` (`GROUNDED`), compiled with a `Grounding`,
 string language the source's substrings (`substrings.suffix_automaton`) intersected with its own
 lengths, pattern and format, written through the JSON-escaping homomorphism like every string;
 and as its numbers the values the source writes (`numbers_in`: thousands separators and decimal
-commas read), each in the spellings the field's plain grammar accepts. Where the two cannot be
+commas read), each in the spellings the field's plain grammar accepts. Marked `"grounded":
+"numbers"`, its strings are those numbers' spellings (a decimal written as a string). Where the two cannot be
 composed exactly, or leave no value, the field keeps its plain grammar and says why: grounding
 only ever narrows a field, never widens it, never empties it, never fails a compile.
 """
@@ -23,7 +24,7 @@ from .facets import Facets
 from .limits import MAX_RULES
 from .strings import encode
 from .substrings import suffix_automaton
-from .vocabulary import _ANY_DECODED
+from .vocabulary import NUMBERS, _ANY_DECODED
 
 # Characters of a source past which its spans are not grounded (the automaton's rules, about
 # one per character, would crowd the rule limit; a compile this large is past any latency goal).
@@ -118,7 +119,7 @@ class GroundingMixin:
     def lower_string(self, f: Facets) -> Node:
         if self.grounding is None or not f.grounded:
             return super().lower_string(f)  # type: ignore[misc]
-        found = self._grounded_string(f)
+        found = self._number_strings(f) if f.grounded == NUMBERS else self._grounded_string(f)
         if isinstance(found, str):
             self.note_grounding(f.pointer, "string", found)
             return super().lower_string(f)  # type: ignore[misc]
@@ -201,6 +202,23 @@ class GroundingMixin:
         if any(isinstance(n, Counted) for n in walk(decoded)):
             return "the field's length is counted beside its pattern, which spans cannot be intersected with"
         return lang.from_node(decoded)
+
+    def _number_strings(self, f: Facets) -> Node | str:
+        """The numbers the source writes, as strings holding their JSON spellings (`"12.50"`),
+        those the field's string constraints allow."""
+        numbers = self.grounding.numbers
+        if not numbers:
+            return "the source writes no number"
+        try:
+            plain = self._plain_dfa(f, f.max_len)
+        except LimitError as e:
+            return f"the field's constraints are too large to check the numbers against ({e.reason})"
+        if isinstance(plain, str):
+            return plain
+        texts = [s for value in numbers for s in spellings(value) if plain is None or plain.matches(s)]
+        if not texts:
+            return "no number the source writes fits the field's constraints"
+        return alt(*(lit(f'"{t}"') for t in dict.fromkeys(texts)))
 
     def _grounded_number(self, plain: Node) -> Node | str:
         """The source's numbers in the spellings `plain` (the field's number texts) accepts."""

@@ -79,9 +79,11 @@ _ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems")
 _OBJECT_KEYWORDS = ("properties", "patternProperties", "additionalProperties")
 
 
-# A subschema's string and number values held to the source a compile is given (`grounding`);
-# without one, an annotation like any other.
+# A subschema's string and number values held to the source a compile is given (`grounding`):
+# `true` its spans and numbers, `"numbers"` its strings to the numbers the source writes (a
+# decimal's string form); without a source, an annotation like any other.
 GROUNDED = "grounded"
+NUMBERS = "numbers"
 
 
 class _Cyclic(Exception):

@@ -110,7 +110,7 @@ def test_grounded_must_be_true_false_or_auto(bad):
         check_mode(bad)
 
 
-def test_a_decimal_holds_its_number_and_leaves_its_string_spelling_free():
+def test_a_decimal_holds_its_number_and_its_string_spelling_to_the_texts_numbers():
     from decimal import Decimal
 
     class Priced(BaseModel):
@@ -122,6 +122,8 @@ def test_a_decimal_holds_its_number_and_leaves_its_string_spelling_free():
     g, record = grounded_grammar(spec, TEXT, True, Local())
     assert record == (FieldGrounding("/price", "number", True),)
     assert g.accepts('{"price":18.50}') and not g.accepts('{"price":19}')
+    assert g.accepts('{"price":"18.50"}') and g.accepts('{"price":"18.5"}')  # its string form: the same numbers
+    assert not g.accepts('{"price":"£18.50"}') and not g.accepts('{"price":"19"}')
 
 
 def test_a_tool_parameter_can_carry_the_mark():

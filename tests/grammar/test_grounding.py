@@ -230,3 +230,16 @@ def test_a_format_is_intersected_with_the_sources_spans(fmt, value):
         for _ in range(10):
             written = json.loads(sentence(g.rule_set(), rng))
             assert written in spans and validator.is_valid(written)
+
+
+def test_a_string_held_to_the_numbers_writes_their_spellings():
+    text = "4 bowls at £12.50 each, €1,249.00 apiece"
+    schema = {"anyOf": [{"type": "number", "grounded": True}, {"type": "string", "grounded": "numbers"}]}
+    g = from_json_schema(schema, grounding=Grounding(text))
+    for value, ok in [('12.50', True), ('"12.50"', True), ('"12.5"', True), ('"1249"', True), ('"£12.50"', False),
+                      ('"5"', False), ('"bowls"', False)]:
+        assert g.accepts(value) == ok, value
+    short = from_json_schema({"type": "string", "maxLength": 3, "grounded": "numbers"}, grounding=Grounding(text))
+    assert short.accepts('"4"') and not short.accepts('"12.5"')
+    none = from_json_schema({"type": "string", "grounded": "numbers"}, grounding=Grounding("no digits"))
+    assert none.grounding[0].reason == "the source writes no number" and none.accepts('"anything"')
