@@ -2,10 +2,9 @@
 
     python examples/weather_agent.py ["What is the weather in Paris, in Fahrenheit?"]
 
-Runs on the embedded default model (SmolLM2-135M on llama.cpp). Its chat template teaches no
-tool calls, so before each turn the agent asks it which tool the turn calls, or none; every
-call it then makes is held by a grammar built from the type hints below, so each one parses
-and validates; whether the model picks sensible arguments is up to the model.
+Runs on the embedded default model (SmolLM2-135M on llama.cpp). Every tool call the model
+makes is held by a grammar built from the type hints below, so each one parses and validates;
+whether the model picks sensible arguments is up to the model (a 135M model often does not).
 """
 
 from __future__ import annotations
@@ -49,6 +48,7 @@ async def convert_temperature(celsius: float, to: Literal["fahrenheit", "kelvin"
 agent = Agent(
     [get_weather, convert_temperature],
     system_prompt="You are a weather assistant. Use the tools, then answer in one short sentence.",
+    tool_choice="required",  # call a tool before answering
     max_steps=4,
     max_tokens=160,
 )

@@ -76,7 +76,6 @@ from .._messages import (
 from .._outputs.partial import PartialOutputs
 from .._outputs.output import OutputSpec, OutputValidator, correction
 from .limits import RunLimits, UsageLimits
-from .decision import chooses_first, decided_turn
 from .repeats import ANSWER_NOW, REPEAT_CALLS, CallLedger, RepeatCalls, ValidCall
 from .settings import ModelSettings, RunSettings, check_model_settings, check_tool_choice, run_tools
 from .._runtime import budget_reached, model_written_calls, resolve_runtime
@@ -651,9 +650,8 @@ class Agent(Generic[OutputT]):
             state.limits.before_request(state.step, state.context())
             state.step += 1
             budget = self._turn_budget(state)
-            turn_tools, kind = await decided_turn(state, runtime, self._turn_tools(state), kind)
             with state.model_errors(runtime.name):  # a runtime that cannot close a turn gets one that fits
-                g = self._grammars.get(turn_tools, envelopes, kind,
+                g = self._grammars.get(self._turn_tools(state), envelopes, kind,
                                        None if getattr(runtime, "steers_budget", True) else budget)
             options = dict(grammar=g, max_tokens=budget, tools=tools_json, **state.settings.generation_options())
             request = state.trace.model_request(runtime, state.step, options)
@@ -758,10 +756,8 @@ class Agent(Generic[OutputT]):
         """The conversation as the model is sent it: with `tool_prompt="json_list"`, the list
         note joins the system message (sent, not kept in the conversation, so a history carries
         none of it into a run with another `tool_prompt`), except for a model whose template
-        teaches a Python list of calls, which holds several calls already, and one asked to
-        choose its calls first (`decision`), which wrote the note back as its answer."""
-        listed = (self.tool_prompt == "json_list" and runtime.tool_call_envelope != "python"
-                  and (self.tool_note is not JSON_LIST_NOTE or not chooses_first(runtime)))
+        teaches a Python list of calls, which holds several calls already."""
+        listed = self.tool_prompt == "json_list" and runtime.tool_call_envelope != "python"
         return for_model(state.messages, self.tool_note if listed and state.settings.tools else None)
 
     async def _request(self, state: RunState, runtime: Runtime, options: dict[str, Any],
