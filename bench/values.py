@@ -12,6 +12,8 @@ schema, then the text) and decoding greedily:
 - `agentkit`: `aextract(T, text, runtime=...)` with no other option, what a user gets by
   default; `agentkit:OPTION=VALUE,...` passes keyword options to it (a value is read as JSON
   where it parses, else kept as text), so each option is measured by this same command;
+  `agentkit:form=compact|spaced|blanksN` sets the form of the output's JSON for that engine
+  instead (`JSON_FORM`: compact, `json.dumps`'s separators, or up to N free blanks);
 - `free`: the same messages decoded with no grammar, the JSON read from the answer (in a
   fenced block or bare) and validated into `T`;
 - `outlines`: Outlines' `Generator(model, T)` on llama-cpp-python with the same messages, where
@@ -48,6 +50,7 @@ import pydantic
 
 import runtimes
 from agentkit import aextract
+from agentkit._outputs import extract as extraction, output
 from agentkit._outputs.extract import DEFAULT_INSTRUCTIONS, extraction_messages, output_spec
 from bench import models
 from bench._progress import progress
@@ -135,11 +138,27 @@ def messages(case: Case) -> list[dict[str, Any]]:
     return extraction_messages(output_spec(case.model), case.text, None)
 
 
+FORMS = {"compact": {}, "spaced": {"separators": (", ", ": ")}}
+
+
+def json_form(name: str) -> dict[str, Any]:
+    """The output form `agentkit:form=NAME` names: compact, spaced, or blanksN."""
+    if name in FORMS:
+        return FORMS[name]
+    if isinstance(name, str) and re.fullmatch(r"blanks[1-9][0-9]*", name):
+        return {"whitespace": int(name[len("blanks"):])}
+    raise ValueError(f"unknown form {name!r}: compact, spaced or blanksN")
+
+
 class Agentkit:
     def __init__(self, label: str, runtime: Any, options: dict[str, Any]):
-        self.label, self.runtime, self.options = label, runtime, options
+        self.label, self.runtime, self.options = label, runtime, dict(options)
+        self.form = json_form(self.options.pop("form")) if "form" in options else output.JSON_FORM
 
     async def read(self, case: Case) -> pydantic.BaseModel:
+        if output.JSON_FORM != self.form:  # engines run one after another: grammars built afresh
+            output.JSON_FORM = self.form
+            extraction._spec.cache_clear()
         return await aextract(case.model, case.text, runtime=self.runtime, **self.options)
 
 
@@ -223,6 +242,8 @@ def parse_engine(spec: str) -> tuple[str, dict[str, Any]]:
             options[key.strip()] = raw
     if options and name != "agentkit":
         raise ValueError(f"only agentkit takes options, not {name!r} ({spec!r})")
+    if "form" in options:
+        json_form(options["form"])
     return name, options
 
 
