@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any, Literal, TypeVar, overload
 
 from grammar import Grammar, GrammarError
-from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TokenBudgetExceeded, Usage, checks
+from runtimes import Generation, GrammarIgnored, Runtime, RuntimeFailure, TextStream, TokenBudgetExceeded, Usage, checks
 
 from .confidence import Extraction, field_confidences, no_scores_reason
 from .._errors import (
@@ -278,6 +278,25 @@ async def _generate(rt: Runtime, messages: list[dict[str, Any]], spec: OutputSpe
         )
     check_ending(generation, messages, max_tokens, usage)
     return generation
+
+
+def open_stream(output_type: Any, text: str, *, runtime: Runtime | None, instructions: str | None, max_tokens: int,
+                temperature: float, seed: int | None,
+                grounded: GroundedMode) -> tuple[OutputSpec[Any], Runtime, list[dict[str, Any]], TextStream]:
+    """A streamed extraction's start, its arguments checked: the output's spec, the runtime,
+    the messages and the stream of the answer (held to the text where `grounded` says so, and
+    on a server to `max_tokens` bytes)."""
+    check_extraction(text=text, instructions=instructions, max_tokens=max_tokens, temperature=temperature,
+                     seed=seed, runtime=runtime)
+    check_mode(grounded)
+    spec = output_spec(output_type)
+    rt = resolve_runtime(runtime)
+    held, _ = grounded_grammar(spec, text, grounded, rt)
+    messages = extraction_messages(spec, text, instructions)
+    with runtime_errors(rt, messages, max_tokens):
+        pieces = rt.stream(messages, grammar=held or spec.grammar_for(rt, max_tokens), max_tokens=max_tokens,
+                           temperature=temperature, seed=seed)
+    return spec, rt, messages, pieces
 
 
 @contextlib.contextmanager

@@ -18,9 +18,8 @@ from typing import Any, TypeVar, overload
 from runtimes import Runtime, Usage
 
 from .._errors import OutputValidationError, callback_failures
-from .._runtime import resolve_runtime
-from .extract import check_ending, check_extraction, extraction_messages, output_spec, runtime_errors
-from .grounding import GroundedMode, check_mode, grounded_grammar
+from .extract import check_ending, open_stream, output_spec, runtime_errors
+from .grounding import GroundedMode
 from .output import OutputSpec
 from .partial import NO_VALUE, NotJSON, PartialJSON
 from .stream import sync_values
@@ -65,17 +64,10 @@ async def aextract_iter(
     (`[2].age`), after the items before it were handed over. There are no corrections. The
     budget is the whole list's: `IncompleteOutput` where `max_tokens` ran out before the list
     closed, after the items closed within it. Other errors, and `grounded`, as `extract`'s."""
-    check_extraction(text=text, instructions=instructions, max_tokens=max_tokens, temperature=temperature,
-                     seed=seed, runtime=runtime)
-    check_mode(grounded)
-    spec = output_spec(list[item_type])  # type: ignore[valid-type]
+    spec, rt, messages, pieces = open_stream(list[item_type], text, runtime=runtime,  # type: ignore[valid-type]
+                                             instructions=instructions, max_tokens=max_tokens,
+                                             temperature=temperature, seed=seed, grounded=grounded)
     item_spec = output_spec(item_type)
-    rt = resolve_runtime(runtime)
-    held, _ = grounded_grammar(spec, text, grounded, rt)
-    messages = extraction_messages(spec, text, instructions)
-    with runtime_errors(rt, messages, max_tokens):
-        pieces = rt.stream(messages, grammar=held or spec.grammar_for(rt, max_tokens), max_tokens=max_tokens,
-                           temperature=temperature, seed=seed)
     reader: PartialJSON | None = PartialJSON()  # None once the text is no JSON prefix
     written: list[str] = []
     handed = 0

@@ -17,10 +17,9 @@ from typing import Any
 from runtimes import Runtime, Usage
 
 from .._errors import OutputValidationError, callback_failures
-from .._runtime import resolve_runtime
 from .._sync import iterate_to_end
-from .extract import check_ending, check_extraction, extraction_messages, output_spec, runtime_errors
-from .grounding import GroundedMode, check_mode, grounded_grammar
+from .extract import check_ending, open_stream, runtime_errors
+from .grounding import GroundedMode
 from .partial import NO_VALUE, Partials
 
 
@@ -47,16 +46,9 @@ async def astream_extract(
     scalars; `validation_context` reaches its pydantic validators as `info.context`). Errors
     as `extract`'s; there are no corrections here (an answer that fails validation raises
     `OutputValidationError`, after its partials were shown). `grounded` as `extract`'s."""
-    check_extraction(text=text, instructions=instructions, max_tokens=max_tokens, temperature=temperature,
-                     seed=seed, runtime=runtime)
-    check_mode(grounded)
-    spec = output_spec(output_type)
-    rt = resolve_runtime(runtime)
-    held, _ = grounded_grammar(spec, text, grounded, rt)
-    messages = extraction_messages(spec, text, instructions)
-    with runtime_errors(rt, messages, max_tokens):
-        pieces = rt.stream(messages, grammar=held or spec.grammar_for(rt, max_tokens), max_tokens=max_tokens,
-                           temperature=temperature, seed=seed)
+    spec, rt, messages, pieces = open_stream(output_type, text, runtime=runtime, instructions=instructions,
+                                             max_tokens=max_tokens, temperature=temperature, seed=seed,
+                                             grounded=grounded)
     partials = Partials()
     try:
         while True:
