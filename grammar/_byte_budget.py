@@ -316,7 +316,7 @@ def within_bytes(g: Grammar, n: int) -> Grammar:
     if not isinstance(root, Ref):
         raise LimitError(f"no sentence of {g!r} could be kept within {n} bytes", keyword="max_bytes")
     out = Grammar(bounder.rules, root.name, dropped=g.dropped, ignored=g.ignored, source=g.source,
-                  schema=g.schema, reasoning=g.reasoning)
+                  schema=g.schema, reasoning=g.reasoning, grounding=g.grounding)
     low, high = shortest_bytes(out), longest_bytes(out)
     if low is None:
         raise LimitError(f"no sentence of {g!r} could be kept within {n} bytes (its shortest is "

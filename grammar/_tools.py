@@ -32,7 +32,7 @@ from typing import Any, Collection, Literal, Sequence
 from ._byte_budget import ByteLengths, within_bytes
 from ._errors import CompileError
 from ._grammar import Dropped, Grammar, Ignored, merge_rules
-from ._jsonschema import PYTHON_COMMA, Form, from_json_schema, json_form, keyword_arguments
+from ._jsonschema import PYTHON_COMMA, Form, GroundedField, Grounding, from_json_schema, json_form, keyword_arguments
 from ._schema_union import moved
 from ._ir import ANY_CHAR, Node, alt, char_set, chars, lit, negate, opt, ref, repeat, seq, star
 from ._timing import logged_compile, tool_set_size
@@ -81,17 +81,25 @@ class ToolSchema:
 
 def arguments(
     schema: dict[str, Any] | bool, *, lenient: bool = False, whitespace: int | None = None,
-    separators: Sequence[str] | None = None,
+    separators: Sequence[str] | None = None, grounding: Grounding | None = None,
 ) -> Grammar:
     """The grammar of one argument object for a tool with this JSON Schema (in the form
-    `from_json_schema` writes)."""
-    return from_json_schema(_object_schema(schema), lenient=lenient, whitespace=whitespace, separators=separators)
+    `from_json_schema` writes). With `grounding`, the parameters the schema marks
+    `"grounded": true` are held to its source, as `from_json_schema` holds them."""
+    return from_json_schema(_object_schema(schema), lenient=lenient, whitespace=whitespace, separators=separators,
+                            grounding=grounding)
 
 
 def _keyword_arguments(schema: dict[str, Any] | bool, *, lenient: bool, whitespace: int | None,
-                       separators: Sequence[str] | None) -> Grammar:
+                       separators: Sequence[str] | None, grounding: Grounding | None = None) -> Grammar:
     """A tool's arguments as the keyword arguments of a Python call (the python envelope)."""
-    return keyword_arguments(_object_schema(schema), lenient=lenient, whitespace=whitespace, separators=separators)
+    return keyword_arguments(_object_schema(schema), lenient=lenient, whitespace=whitespace, separators=separators,
+                             grounding=grounding)
+
+
+def _check_grounding(grounding: Any) -> None:
+    if grounding is not None and not isinstance(grounding, Grounding):
+        raise CompileError(f"grounding must be a Grounding, not {type(grounding).__name__}", keyword="grounding")
 
 
 def _object_schema(schema: dict[str, Any] | bool) -> dict[str, Any] | bool:
@@ -110,10 +118,22 @@ def _object_schema(schema: dict[str, Any] | bool) -> dict[str, Any] | bool:
     return schema
 
 
+@dataclass(frozen=True)
+class _CallRules:
+    """One call of any of a turn's tools: the node, its rules, and what the tools' argument
+    compiles dropped, ignored and grounded (each pointer led by `/<tool name>`)."""
+
+    call: Node
+    rules: dict[str, Node]
+    dropped: tuple[Dropped, ...]
+    ignored: tuple[Ignored, ...]
+    grounding: tuple[GroundedField, ...]
+
+
 def _call_rules(
     tools: Sequence[ToolSchema], lenient: bool, whitespace: int | None, python: bool = False,
-    separators: Sequence[str] | None = None,
-) -> tuple[Node, dict[str, Node], tuple[Dropped, ...], tuple[Ignored, ...]]:
+    separators: Sequence[str] | None = None, grounding: Grounding | None = None,
+) -> _CallRules:
     """One call of any of the tools: the JSON call object, or (`python`) `name(arguments)`;
     the call's JSON in its arguments' form (its blanks the rule `ws`, as theirs)."""
     if not tools:
@@ -127,12 +147,13 @@ def _call_rules(
     branches = []
     dropped: list[Dropped] = []
     ignored: list[Ignored] = []
+    grounded: list[GroundedField] = []
     for i, tool in enumerate(tools):
         if python and not _PY_NAME.fullmatch(tool.name):
             raise CompileError(f"tool name {tool.name!r} can't be written as a Python call", keyword="name")
         try:
             g = (_keyword_arguments if python else arguments)(tool.schema, lenient=lenient, whitespace=whitespace,
-                                                              separators=separators)
+                                                              separators=separators, grounding=grounding)
         except CompileError as exc:
             raise CompileError(
                 f"tool {tool.name!r}: {exc.reason}",
@@ -150,11 +171,12 @@ def _call_rules(
             branches.append(seq(*head, ref(prefix + g.root), form.inner, lit("}")))
         dropped += [Dropped(d.keyword, f"/{tool.name}{d.pointer}", d.reason) for d in g.dropped]
         ignored += [Ignored(d.keyword, f"/{tool.name}{d.pointer}") for d in g.ignored]
+        grounded += [GroundedField(f"/{tool.name}{n.pointer}", n.kind, n.grounded, n.reason) for n in g.grounding]
     # One rule that every place a call may be written refers to: a turn's grammar writes the
     # call in each envelope, after a preamble, and again for later calls, and the automaton
     # then builds the tools' argument shapes once, not once per place.
     rules["call"] = alt(*branches)
-    return ref("call"), rules, tuple(dropped), tuple(ignored)
+    return _CallRules(ref("call"), rules, tuple(dropped), tuple(ignored), tuple(grounded))
 
 
 def _one_call(call: Node, chosen: tuple[Envelope, ...]) -> Node:
@@ -319,6 +341,7 @@ def tool_calls(
     preamble: bool = False,
     listed: bool = False,
     max_bytes: int | None = None,
+    grounding: Grounding | None = None,
 ) -> Grammar:
     """One to `max_calls` tool calls (None: any number), newline-separated; with `preamble`,
     free text may come first, and the first tag or fence it reaches opens the calls. With
@@ -329,21 +352,29 @@ def tool_calls(
 
     `max_bytes`: every sentence at most that many UTF-8 bytes (see `within_bytes`), for a model
     whose turn must end within as many tokens and no decoder that can close it: fewer calls,
-    blanks and characters, never other ones; `LimitError` where not even one call fits."""
+    blanks and characters, never other ones; `LimitError` where not even one call fits.
+
+    `grounding`: each argument whose schema says `"grounded": true` is held to the source's
+    spans (a string) or the numbers it writes (a number), as `from_json_schema` holds it;
+    `Grammar.grounding` records each such place, its pointer led by `/<tool name>`, and where
+    one kept its plain grammar (no span or number of the source fits), why."""
+    _check_grounding(grounding)
     chosen = envelopes(envelope)
     listed = _listed(chosen, listed)
     python = chosen == ("python",)
     json_form(whitespace, separators)  # checked as given, before a byte budget lowers the blanks
     max_calls, whitespace = _fitted(tools, max_bytes, max_calls, lenient, whitespace, python, separators)
     form = json_form(whitespace, separators)
-    call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=python, separators=separators)
+    built = _call_rules(tools, lenient, whitespace, python=python, separators=separators, grounding=grounding)
+    call, rules = built.call, built.rules
     rules["root"] = _calls(call, chosen, max_calls, form, listed)
     if preamble:
         rules.update(_preamble_rules(call, chosen, max_calls, form, may_end=False, listed=listed,
                                      bounded=max_bytes is not None, blanks=whitespace or 0))
         rules["root"] = alt(rules["root"], ref("preamble"))
     schema = calls_schema(tools) if "json" in chosen else None
-    g = Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls", schema=schema)
+    g = Grammar(rules, "root", dropped=built.dropped, ignored=built.ignored, source="tool_calls", schema=schema,
+                grounding=built.grounding)
     return g if max_bytes is None else within_bytes(g, max_bytes)
 
 
@@ -362,7 +393,7 @@ def _fitted(tools: Sequence[ToolSchema], max_bytes: int | None, max_calls: int |
     if max_bytes is None:
         return max_calls, whitespace
     _more_calls(max_calls)
-    _, rules, _, _ = _call_rules(tools, lenient, None, python=python, separators=separators)
+    rules = _call_rules(tools, lenient, None, python=python, separators=separators).rules
     shortest = ByteLengths(rules).rule_lo["call"] + _WRAPPING
     calls = max(1, int(max_bytes // (3 * shortest)))
     calls = calls if max_calls is None else min(calls, max_calls)
@@ -465,20 +496,23 @@ def tool_calls_or_text(
     preamble: bool = False,
     listed: bool = False,
     max_bytes: int | None = None,
+    grounding: Grounding | None = None,
 ) -> Grammar:
     """Tool calls (as `tool_calls`) or a free-text answer that cannot be mistaken for one.
 
     With `preamble`, the text holds no tag or fence opening anywhere; the first it reaches
     opens calls, so "Let me check.\n<tool_call>…" is a call, not an answer that holds one.
-    `max_bytes` as for `tool_calls`; under it a preamble holds no character a tag or fence
-    opens with."""
+    `max_bytes` and `grounding` as for `tool_calls`; under a byte budget a preamble holds no
+    character a tag or fence opens with."""
+    _check_grounding(grounding)
     chosen = envelopes(envelope)
     listed = _listed(chosen, listed)
     python = chosen == ("python",)
     json_form(whitespace, separators)  # checked as given, before a byte budget lowers the blanks
     max_calls, whitespace = _fitted(tools, max_bytes, max_calls, lenient, whitespace, python, separators)
     form = json_form(whitespace, separators)
-    call, rules, dropped, ignored = _call_rules(tools, lenient, whitespace, python=python, separators=separators)
+    built = _call_rules(tools, lenient, whitespace, python=python, separators=separators, grounding=grounding)
+    call, rules = built.call, built.rules
     rules["calls"] = _calls(call, chosen, max_calls, form, listed)
     if preamble:
         rules.update(_preamble_rules(call, chosen, max_calls, form, may_end=True, listed=listed,
@@ -488,7 +522,8 @@ def tool_calls_or_text(
         leading = None if max_bytes is None else whitespace or 0
         rules.update(_text_not_starting_with(_openings(chosen, [t.name for t in tools]), leading))
     rules["root"] = alt(ref("calls"), ref("text"))
-    g = Grammar(rules, "root", dropped=dropped, ignored=ignored, source="tool_calls_or_text")
+    g = Grammar(rules, "root", dropped=built.dropped, ignored=built.ignored, source="tool_calls_or_text",
+                grounding=built.grounding)
     return g if max_bytes is None else within_bytes(g, max_bytes)
 
 

@@ -94,15 +94,16 @@ def from_json_schema(
 
 
 def keyword_arguments(schema: dict | bool, *, lenient: bool = False, whitespace: int | None = None,
-                      separators: Sequence[str] | None = None) -> Grammar:
+                      separators: Sequence[str] | None = None, grounding: Grounding | None = None) -> Grammar:
     """The grammar of an object schema's values written as Python keyword arguments,
     `name=value, name=value` (values in JSON, in the form `from_json_schema` writes; the comma
     between arguments may take one space): the body of a call `f(...)`. Only declared
-    properties can be written."""
-    compiler = _compiler_for(schema, lenient, whitespace, separators)
+    properties can be written. `grounding` as for `from_json_schema`."""
+    compiler = _compiler_for(schema, lenient, whitespace, separators, grounding)
     root = compiler.compile_keywords()
     return Grammar(compiler.rules | {"root": root}, "root", dropped=tuple(compiler.dropped),
-                   ignored=tuple(compiler.ignored), source="keyword-arguments")
+                   ignored=tuple(compiler.ignored), source="keyword-arguments",
+                   grounding=tuple(compiler.grounded_fields))
 
 
 def _compiler_for(schema, lenient: bool, whitespace: int | None, separators: Sequence[str] | None,
