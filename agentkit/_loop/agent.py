@@ -30,10 +30,18 @@ from .._inputs import (
     check_tool_item,
 )
 from .._messages import Envelope, Message, call_envelopes, conversation, initial_messages
+from .._outputs.grounding import GroundedMode
 from .._outputs.output import OutputSpec, OutputValidator
 from .limits import RunLimits, UsageLimits
 from .repeats import REPEAT_CALLS, CallLedger, RepeatCalls
-from .settings import ModelSettings, RunSettings, check_model_settings, check_tool_choice, run_tools
+from .settings import (
+    ModelSettings,
+    RunSettings,
+    check_grounded_arguments,
+    check_model_settings,
+    check_tool_choice,
+    run_tools,
+)
 from .._runtime import resolve_runtime
 from .state import RunState
 from .._sync import iterate_to_end, run_to_end
@@ -162,6 +170,19 @@ class Agent(Generic[OutputT]):
     add(a=1, b=2)]` for several, held to that list (`grammar.tool_calls(..., envelope="python")`).
     `tool_note` replaces the json_list note (`JSON_LIST_NOTE`) with your own wording; the turn
     grammar is the same.
+
+    `grounded_arguments`: which tool arguments each turn holds to the conversation's text (the
+    system prompt, the user's messages, the tool results so far; not the tool listing, so a
+    docstring's example never becomes a call's value): a string to a span of it, a number to
+    one it writes. False (default): only those a tool marks (`Annotated[float, Grounded()]`);
+    True: every plain string and number; "auto": numbers, and strings but dates and times and
+    composed text (a description, a reason, a note). A tool's own marks win
+    (`Grounded(False)` keeps an argument free). A tool with a required held argument the
+    conversation holds no value for is not offered that turn, so a conversion waits for the
+    temperature it converts; where no tool is left and a call is required, the turn is held
+    to the plain arguments, and says so (an INFO record on the "agentkit" logger). In process
+    only: a runtime that decodes on a server is sent the plain grammar. A run may set its own
+    in `model_settings`.
     """
 
     # A class as `output_type` gives `Agent[that class]`; none gives `Agent[str]` (text answers);
@@ -187,6 +208,7 @@ class Agent(Generic[OutputT]):
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
+        grounded_arguments: GroundedMode = False,
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
@@ -217,6 +239,7 @@ class Agent(Generic[OutputT]):
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
+        grounded_arguments: GroundedMode = False,
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
@@ -246,6 +269,7 @@ class Agent(Generic[OutputT]):
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
+        grounded_arguments: GroundedMode = False,
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
@@ -301,6 +325,8 @@ class Agent(Generic[OutputT]):
         self.repeat_calls = repeat_calls
         self.answer_on_repeat = answer_on_repeat
         self.reasoning = reasoning
+        check_grounded_arguments(grounded_arguments)
+        self.grounded_arguments = grounded_arguments
         self.temperature = self.model_settings["temperature"]
         self.seed = self.model_settings["seed"]
         if output_validator is not None and not callable(output_validator):
@@ -355,14 +381,19 @@ class Agent(Generic[OutputT]):
     def _system_prompt(self, tools: dict[str, Tool] | None = None, own: str | None = None) -> str | None:
         """The system message's text: `own` (the run's system prompt), then what the tool
         prompt and the output type add."""
-        tools = self.tools if tools is None else tools
         parts = [own] if own else []
+        return "\n\n".join(parts + self._instructions(self.tools if tools is None else tools)) or None
+
+    def _instructions(self, tools: dict[str, Tool]) -> list[str]:
+        """What the agent adds to the system message: the tools listed (`tool_prompt="python"`)
+        and how to give the output type. Grounded arguments are not held to them."""
+        parts = []
         if self.tool_prompt == "python" and tools:
             parts.append(tool_instructions([t.to_openai() for t in tools.values()], "python"))
         if self.output is not None:
             lead = "When you have the final answer, give it as" if tools else "Give your answer as"
             parts.append(f"{lead} described here. {self.output.instructions()}")
-        return "\n\n".join(parts) or None
+        return parts
 
     # --- running ------------------------------------------------------------------------------
 

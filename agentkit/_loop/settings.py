@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from runtimes import checks
 
@@ -21,13 +21,16 @@ class ModelSettings(TypedDict, total=False):
     `temperature` (0 is greedy), `top_p` (nucleus sampling, in (0, 1]), `seed` (an int, or
     None for no fixed seed), `max_tokens` (per model turn), `confidence` (True: each call's
     `ToolCallRecord.confidence` says how sure the model was of each argument value; local
-    runtimes then read a model pass per token)."""
+    runtimes then read a model pass per token), `grounded_arguments` (True, False or "auto":
+    which tool arguments are held to the conversation's text, as `Agent(grounded_arguments=...)`
+    says)."""
 
     temperature: float
     top_p: float
     seed: int | None
     max_tokens: int
     confidence: bool
+    grounded_arguments: bool | Literal["auto"]
 
 
 MODEL_SETTINGS = frozenset(ModelSettings.__annotations__)
@@ -55,6 +58,8 @@ def check_model_settings(settings: Any, argument: str = "model_settings") -> Mod
             checks.check_count(f"{argument}['max_tokens']", settings["max_tokens"])
     if "confidence" in settings and not isinstance(settings["confidence"], bool):
         raise InvalidArgument(f"{argument}['confidence']", f"must be True or False, not {type(settings['confidence']).__name__}")
+    if "grounded_arguments" in settings:
+        check_grounded_arguments(settings["grounded_arguments"], f"{argument}['grounded_arguments']")
     return ModelSettings(**settings)  # type: ignore[typeddict-item]
 
 
@@ -76,6 +81,12 @@ class RunSettings:
         turn's budget decides)."""
         return {"temperature": self.model["temperature"], "top_p": self.model["top_p"], "seed": self.model["seed"],
                 "scores": self.model.get("confidence", False)}
+
+
+def check_grounded_arguments(value: Any, argument: str = "grounded_arguments") -> None:
+    """True, False or "auto", else an `InvalidArgument`."""
+    if not (isinstance(value, bool) or (isinstance(value, str) and value == "auto")):
+        raise InvalidArgument(argument, f'must be True, False or "auto", not {value!r}')
 
 
 def run_tools(

@@ -67,6 +67,7 @@ class RunState:
     confidence: dict[str, Any] = field(default_factory=dict)  # call id: its arguments' `FieldConfidence`s
     validation_context: Any = None  # given to pydantic validators of tool arguments and the output
     runtime: Runtime | None = None  # the run's (an override's, or the agent's); None: the default model
+    ungrounded_turns: list[int] = field(default_factory=list)  # turns that had to call, with no groundable tool
 
     def context(self) -> dict[str, Any]:
         return {"messages": list(self.messages), "usage": self.usage}

@@ -98,8 +98,11 @@ class RunTrace:
         self._span = None
 
     @_untraced_on_failure
-    def model_request(self, runtime: Runtime, step: int, options: dict[str, Any]) -> Any:
-        """Start a model request's span (`end_model_request` ends it); None where tracing is off."""
+    def model_request(self, runtime: Runtime, step: int, options: dict[str, Any], *, withheld: tuple[str, ...] = (),
+                      ungrounded: bool = False) -> Any:
+        """Start a model request's span (`end_model_request` ends it); None where tracing is off.
+        `withheld`: the tools the turn did not offer, as the conversation holds no value for a
+        required grounded argument; `ungrounded`: a turn that had to call was left unheld."""
         if self._span is None:
             return None
         model = getattr(runtime, "model", None) or runtime.name
@@ -113,6 +116,8 @@ class RunTrace:
             "gen_ai.request.seed": options.get("seed"),
             "agentkit.step": step,
             "agentkit.grammar_held": options.get("grammar") is not None,
+            "agentkit.tools_withheld": list(withheld) or None,
+            "agentkit.arguments_ungrounded": ungrounded or None,
         }
         return self._tracer.start_span(f"chat {model}", context=self._context,
                                        attributes={k: v for k, v in attributes.items() if v is not None})

@@ -19,6 +19,7 @@ from .approvals import held_turn, pending_call
 from .._bounds import UnreadableTurn
 from .._outputs.confidence import call_argument_confidences
 from .calls import count_failures, run_calls, tool_feedback, validated
+from .conversation import conversation_text
 from .._errors import (
     CallDenied,
     IncompleteOutput,
@@ -59,7 +60,7 @@ from .repeats import ANSWER_NOW, ValidCall
 from .._runtime import budget_reached, model_written_calls
 from .state import RunState
 from .._tools.tool import Tool
-from .turns import TurnKind, preamble
+from .turns import GroundedTurn, TurnKind, preamble
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -90,6 +91,26 @@ class TurnLoop:
         if choice == "auto":
             return False
         return not any(r.ok and (choice == "required" or r.call.name == choice) for r in state.records)
+
+    def _turn_grammar(self, state: RunState, runtime: Runtime, envelopes: tuple[Envelope, ...], kind: TurnKind,
+                      budget: int) -> GroundedTurn:
+        """The grammar this turn is held to, and the kind it holds it to. A runtime that cannot
+        close a turn itself gets one that fits its budget; one that decodes in process gets the
+        tools' chosen arguments held to the conversation (`grounded_arguments`)."""
+        grammars, tools = self.agent._grammars, self._turn_tools(state)
+        if not getattr(runtime, "steers_budget", True):
+            return GroundedTurn(grammars.get(tools, envelopes, kind, budget), kind)
+        mode = state.settings.model.get("grounded_arguments", self.agent.grounded_arguments)
+        if not grammars.holds_arguments(tools, mode):
+            return GroundedTurn(grammars.get(tools, envelopes, kind), kind)
+        text = conversation_text(state.messages, self.agent._instructions(state.settings.tools))
+        turn = grammars.grounded(tools, envelopes, kind, mode, text)
+        if turn.ungrounded:
+            state.ungrounded_turns.append(state.step)
+            logger.info("turn %d: the conversation holds no value for a required argument of %s, and a call is "
+                        "required: the turn's arguments are not held to the conversation", state.step,
+                        ", ".join(turn.withheld))
+        return turn
 
     def _turn_tools(self, state: RunState) -> dict[str, Tool]:
         """The tools a turn may call: the forced one alone while it is forced, else the run's."""
@@ -141,11 +162,12 @@ class TurnLoop:
             state.limits.before_request(state.step, state.context())
             state.step += 1
             budget = self._turn_budget(state)
-            with state.model_errors(runtime.name):  # a runtime that cannot close a turn gets one that fits
-                g = self.agent._grammars.get(self._turn_tools(state), envelopes, kind,
-                                       None if getattr(runtime, "steers_budget", True) else budget)
+            with state.model_errors(runtime.name):
+                turn_grammar = self._turn_grammar(state, runtime, envelopes, kind, budget)
+            g, kind = turn_grammar.grammar, turn_grammar.kind
             options = dict(grammar=g, max_tokens=budget, tools=tools_json, **state.settings.generation_options())
-            request = state.trace.model_request(runtime, state.step, options)
+            request = state.trace.model_request(runtime, state.step, options, withheld=turn_grammar.withheld,
+                                                ungrounded=turn_grammar.ungrounded)
             generation = None
             try:
                 async for event in self._request(state, runtime, options, stream):

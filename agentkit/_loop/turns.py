@@ -1,15 +1,19 @@
 """Turn grammars: what a model turn may be (calls, calls or the answer, the answer alone), and
-the grammar that holds it, built once per set of tools, envelope and kind."""
+the grammar that holds it, built once per set of tools, envelope and kind; a turn whose tool
+arguments are held to the conversation (grounded), once per conversation text as well."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import collections
+import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import grammar
-from grammar import Grammar, ReasoningSpan
+from grammar import GroundedField, Grammar, ReasoningSpan, ToolSchema
 
 from .._messages import CALL_WHITESPACE, Envelope
+from .._outputs.grounding import GroundedMode, marked_schema
 from .._outputs.output import OutputSpec
 from .._tools.tool import Tool
 
@@ -26,6 +30,27 @@ def preamble(kind: TurnKind, envelopes: tuple[Envelope, ...], has_output: bool) 
     return kind == "calls_or_answer" and not has_output and envelopes != ("python",)
 
 
+GROUNDED_TURNS = 8
+"""Grounded turn grammars an agent keeps, the least recently used dropped first. Each holds one
+conversation text, which grows every turn: one is used again for a turn asked over the same
+text (the first turn of runs given the same prompt), and the bound keeps memory flat however
+long the runs."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GroundedTurn:
+    """A turn's grammar and kind, and what holding its arguments to the conversation did: the
+    kind is the one asked for, or "answer" where no tool could be offered and none is
+    required; `withheld`, the tools not offered (a required argument the conversation holds
+    no value for); `ungrounded`, a turn held to the plain arguments as no tool could be
+    offered and a call is required."""
+
+    grammar: Grammar | None
+    kind: TurnKind
+    withheld: tuple[str, ...] = ()
+    ungrounded: bool = False
+
+
 class TurnGrammars:
     """The grammars of an agent's turns, each built once and kept.
 
@@ -38,6 +63,8 @@ class TurnGrammars:
         self.max_calls = max_calls
         self.reasoning = reasoning
         self._built: dict[tuple[tuple[Tool, ...], tuple[Envelope, ...], TurnKind, int | None], Grammar | None] = {}
+        self._marked: dict[tuple[tuple[Tool, ...], GroundedMode], tuple[_Marked, ...] | None] = {}
+        self._grounded: collections.OrderedDict[tuple[object, ...], GroundedTurn] = collections.OrderedDict()
 
     def get(self, tools: Mapping[str, Tool], envelopes: tuple[Envelope, ...], kind: TurnKind,
             max_bytes: int | None = None) -> Grammar | None:
@@ -49,26 +76,115 @@ class TurnGrammars:
         shortest turn fits."""
         key = (tuple(tools.values()), envelopes, kind, max_bytes)
         if key not in self._built:
-            g = self._build(key[0], envelopes, kind, max_bytes)
-            if g is not None and self.reasoning is not None:
-                g = grammar.after_reasoning(g, self.reasoning)
-            if g is not None and max_bytes is not None:
-                g = grammar.within_bytes(g, max_bytes)  # an output's grammar, a reasoning span
-            self._built[key] = g
+            g, _ = self._build([t.tool_schema() for t in key[0]], envelopes, kind, max_bytes)
+            self._built[key] = self._finish(g, max_bytes)
         return self._built[key]
 
-    def _build(self, tools: tuple[Tool, ...], envelopes: tuple[Envelope, ...], kind: TurnKind,
-               max_bytes: int | None) -> Grammar | None:
-        schemas = [t.tool_schema() for t in tools]
+    def holds_arguments(self, tools: Mapping[str, Tool], mode: GroundedMode) -> bool:
+        """Whether a turn over `tools` holds any argument to the conversation under `mode`."""
+        return self._marks(tuple(tools.values()), mode) is not None
+
+    def grounded(self, tools: Mapping[str, Tool], envelopes: tuple[Envelope, ...], kind: TurnKind,
+                 mode: GroundedMode, text: str) -> GroundedTurn:
+        """The turn of `kind` with its tools' chosen arguments held to `text`: those `mode`
+        picks ("auto": by `marked_schema`'s rule) and those a tool marks itself (`Grounded()`,
+        `Grounded(False)`: a mark wins over the mode). A tool with a required argument that
+        `text` holds no value for is not offered; where that leaves none, the turn may only
+        answer, or where it must call, it is the plain turn, `ungrounded`. Never an empty
+        grammar: an argument `text` cannot hold otherwise keeps its plain grammar."""
+        marked = self._marks(tuple(tools.values()), mode) if kind != "answer" else None
+        if not marked:
+            return GroundedTurn(self.get(tools, envelopes, kind), kind)
+        key = (tuple(tools.values()), envelopes, kind, mode, text)
+        found = self._grounded.get(key)
+        if found is None:
+            found = self._grounded[key] = self._ground(tools, marked, envelopes, kind, grammar.Grounding(text))
+            if len(self._grounded) > GROUNDED_TURNS:
+                self._grounded.popitem(last=False)
+        else:
+            self._grounded.move_to_end(key)
+        return found
+
+    def _ground(self, tools: Mapping[str, Tool], marked: tuple[_Marked, ...], envelopes: tuple[Envelope, ...],
+                kind: TurnKind, grounding: grammar.Grounding) -> GroundedTurn:
+        g, notes = self._build([m.schema for m in marked], envelopes, kind, None, grounding)
+        withheld = _unfilled(marked, notes)
+        if not withheld:
+            return GroundedTurn(self._finish(g, None), kind)
+        offered = [m for m in marked if m.schema.name not in withheld]
+        names = tuple(m.schema.name for m in marked if m.schema.name in withheld)
+        if offered:
+            g, _ = self._build([m.schema for m in offered], envelopes, kind, None, grounding)
+            return GroundedTurn(self._finish(g, None), kind, names)
+        if kind == "calls":  # a call is required, and none could be grounded: the plain turn
+            return GroundedTurn(self.get(tools, envelopes, kind), kind, names, ungrounded=True)
+        return GroundedTurn(self.get(tools, envelopes, "answer"), "answer", names)
+
+    def _marks(self, tools: tuple[Tool, ...], mode: GroundedMode) -> tuple[_Marked, ...] | None:
+        """The tools' schemas with the arguments to hold marked, once per tool set and mode
+        (None where no argument is held: the turn is the plain one)."""
+        key = (tools, mode)
+        if key not in self._marked:
+            found, held = [], False
+            for t in tools:
+                plain = t.tool_schema()
+                schema, chosen = marked_schema(plain.schema, "", mode, numbers_if_written=False)
+                found.append(_Marked(ToolSchema(plain.name, schema, plain.description), _required_held(schema, chosen)))
+                held = held or bool(chosen)
+            self._marked[key] = tuple(found) if held else None
+        return self._marked[key]
+
+    def _finish(self, g: Grammar | None, max_bytes: int | None) -> Grammar | None:
+        if g is not None and self.reasoning is not None:
+            g = grammar.after_reasoning(g, self.reasoning)
+        if g is not None and max_bytes is not None:
+            g = grammar.within_bytes(g, max_bytes)  # an output's grammar, a reasoning span
+        return g
+
+    def _build(self, schemas: Sequence[ToolSchema], envelopes: tuple[Envelope, ...], kind: TurnKind,
+               max_bytes: int | None,
+               grounding: grammar.Grounding | None = None) -> tuple[Grammar | None, tuple[GroundedField, ...]]:
+        """The turn's grammar, and what its grounding did to the tools' arguments."""
         options = {"envelope": envelopes, "max_calls": self.max_calls, "lenient": True,
                    "whitespace": CALL_WHITESPACE, "preamble": preamble(kind, envelopes, self.output is not None),
-                   "max_bytes": max_bytes}
+                   "max_bytes": max_bytes, "grounding": grounding}
         if not schemas:
-            return self.output.grammar if self.output else None
+            return (self.output.grammar if self.output else None), ()
         if kind == "answer":
-            return self.output.grammar if self.output else grammar.free_text(envelope=envelopes, max_bytes=max_bytes)
+            return (self.output.grammar if self.output else grammar.free_text(envelope=envelopes, max_bytes=max_bytes)), ()
         if kind == "calls":
-            return grammar.tool_calls(schemas, **options)
+            g = grammar.tool_calls(schemas, **options)
+            return g, g.grounding
         if self.output is None:
-            return grammar.tool_calls_or_text(schemas, **options)
-        return grammar.either(grammar.tool_calls(schemas, **options), self.output.grammar)
+            g = grammar.tool_calls_or_text(schemas, **options)
+            return g, g.grounding
+        calls = grammar.tool_calls(schemas, **options)
+        return grammar.either(calls, self.output.grammar), calls.grounding
+
+
+@dataclasses.dataclass(frozen=True)
+class _Marked:
+    """A tool's schema with the arguments to hold marked, and the pointers of its required
+    arguments that are themselves held (not a branch of them: `str | None` can be null)."""
+
+    schema: ToolSchema
+    required: tuple[str, ...]
+
+
+# Why a compile kept an argument's plain grammar where the source holds no value for it, as
+# `grammar.GroundedField.reason` says it (a source or field too large to hold is another matter:
+# the value may well be there).
+_NO_VALUE = ("the source writes no number", "no number the source writes fits", "no span of the source fits")
+
+
+def _required_held(schema: dict[str, object], chosen: Mapping[str, object]) -> tuple[str, ...]:
+    required = schema.get("required")
+    names = required if isinstance(required, list) else []
+    return tuple(p for name in names if isinstance(name, str)
+                 and (p := "/properties/" + name.replace("~", "~0").replace("/", "~1")) in chosen)
+
+
+def _unfilled(marked: Sequence[_Marked], notes: Sequence[GroundedField]) -> set[str]:
+    """The tools with a required held argument for which the source holds no value."""
+    empty = {n.pointer for n in notes if not n.grounded and n.reason.startswith(_NO_VALUE)}
+    return {m.schema.name for m in marked if any(f"/{m.schema.name}{p}" in empty for p in m.required)}

@@ -6,7 +6,8 @@ A held string is a span of the text, a held number one the text writes (`grammar
 rule below picks from what the schema says of the field and what the text holds; `False` none.
 A field's own mark (`Annotated[str, Grounded()]`, `Grounded(False)`, `Field(json_schema_extra=
 {"grounded": ...})`) overrides the mode. Enums, consts and booleans are never held. The grammar
-is built per text, in process only: a server is sent the type's own grammar.
+is built per text, in process only: a server is sent the type's own grammar. The agent marks
+its tools' arguments by the same rule (`marked_schema`), the conversation the text.
 """
 
 from __future__ import annotations
@@ -74,28 +75,41 @@ def grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode,
     return g, _record(chosen, g.grounding)
 
 
-def marked_schema(schema: dict[str, Any], text: str,
-                  mode: GroundedMode) -> tuple[dict[str, Any], dict[str, tuple[str, str]]]:
+def marked_schema(schema: dict[str, Any], text: str, mode: GroundedMode, *,
+                  numbers_if_written: bool = True) -> tuple[dict[str, Any], dict[str, tuple[str, str]]]:
     """A copy of `schema` with `"grounded": true` on each value held, and those values by
-    schema pointer: (their JSON pointer, their kind)."""
+    schema pointer: (their JSON pointer, their kind).
+
+    The one rule for extractions and for the agent's tool arguments (`Agent(grounded_arguments=
+    ...)`). `numbers_if_written`: under "auto", a number is held only where `text` writes a
+    digit, as an extraction's field may be absent from its text; a tool's call waits for its
+    number instead (False), the tool not offered until the conversation writes one."""
     marked = copy.deepcopy(schema)
     chosen: dict[str, tuple[str, str]] = {}
-    _visit(marked, "", "", None, "", "", text, mode, chosen)
+    _visit(marked, "", "", None, "", "", _Rule(text, mode, numbers_if_written), chosen)
     return marked, chosen
 
 
+@dataclass(frozen=True)
+class _Rule:
+    """What decides a field that says nothing itself: the mode, and for "auto" the text."""
+
+    text: str
+    mode: GroundedMode
+    numbers_if_written: bool
+
+
 def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str, description: str,
-           text: str, mode: GroundedMode, chosen: dict[str, tuple[str, str]]) -> None:
+           rule: _Rule, chosen: dict[str, tuple[str, str]]) -> None:
     if not isinstance(node, dict):
         return
     own = node.get(GROUNDED_KEY)
     explicit = own if isinstance(own, bool) else inherited
     description = node.get("description", description) if isinstance(node.get("description"), str) else description
     for key, sub in (node.get("properties") or {}).items():
-        _visit(sub, f"{pointer}/properties/{_escape(key)}", f"{path}/{_escape(key)}", None, key, "", text, mode,
-               chosen)
+        _visit(sub, f"{pointer}/properties/{_escape(key)}", f"{path}/{_escape(key)}", None, key, "", rule, chosen)
     if isinstance(node.get("items"), dict):
-        _visit(node["items"], f"{pointer}/items", f"{path}/*", explicit, name, description, text, mode, chosen)
+        _visit(node["items"], f"{pointer}/items", f"{path}/*", explicit, name, description, rule, chosen)
     for keyword in ("anyOf", "oneOf"):
         branches = [b for b in node.get(keyword) or () if isinstance(b, dict)]
         # A number that may also be written as a string (pydantic's Decimal): where the number
@@ -107,7 +121,7 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
             if spelled and isinstance(branch, dict) and _kind(branch) == "string":
                 strings.append(branch)
                 continue
-            _visit(branch, f"{pointer}/{keyword}/{i}", path, explicit, name, description, text, mode, chosen)
+            _visit(branch, f"{pointer}/{keyword}/{i}", path, explicit, name, description, rule, chosen)
         if any(b.get(GROUNDED_KEY) is True and _kind(b) == "number" for b in branches):
             for branch in strings:
                 if branch.get(GROUNDED_KEY) is not False:
@@ -115,7 +129,7 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
     kind = _kind(node)
     if kind is None:
         return
-    hold = explicit if explicit is not None else _picked(node, kind, name, description, text, mode)
+    hold = explicit if explicit is not None else _picked(node, kind, name, description, rule)
     if hold:
         node[GROUNDED_KEY] = True
         chosen[pointer] = (path or "", kind)
@@ -136,15 +150,15 @@ def _kind(node: dict[str, Any]) -> str | None:
     return None
 
 
-def _picked(node: dict[str, Any], kind: str, name: str, description: str, text: str, mode: GroundedMode) -> bool:
+def _picked(node: dict[str, Any], kind: str, name: str, description: str, rule: _Rule) -> bool:
     """The mode's choice for a field that says nothing itself."""
-    if mode is False:
+    if rule.mode is False:
         return False
-    if mode is True:
+    if rule.mode is True:
         return True
     # "auto": decided on the tune half of `python -m bench.values` (see docs/extraction.md).
     if kind == "number":
-        return bool(_NUMBER.search(text))
+        return bool(_NUMBER.search(rule.text)) or not rule.numbers_if_written
     if node.get("format") in _REWORDED_FORMATS:
         return False
     return not _COMPOSED.search(f"{name} {description}")
