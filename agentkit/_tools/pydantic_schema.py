@@ -58,8 +58,26 @@ def _url_pattern(allowed_schemes: list[str] | None) -> str:
     return f"^(?:{'|'.join(prefixes)})(?:/{_PCHAR}*)*(?:\\?{_QUERY})?(?:#{_QUERY})?$"
 
 
+_DECIMAL = r"^[+-]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)$"
+_UNSIGNED_DECIMAL = r"^\+?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)$"
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+
+
 class _Schema(GenerateJsonSchema):
-    """pydantic's schema generator, with network types held as their validators hold them."""
+    """pydantic's schema generator, with network types and decimals held as their validators
+    hold them."""
+
+    def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
+        found = super().decimal_schema(schema)
+        branches = found.get("anyOf")
+        if not (isinstance(branches, list) and len(branches) == 2 and branches[1] == {"type": "string"}):
+            return found  # a serialization schema, or a form this does not know: as pydantic wrote it
+        number = branches[0]
+        bounds = {k: number[k] for k in _BOUNDS if k in number}
+        if bounds and bounds != {"minimum": 0}:
+            return {**number, **{k: v for k, v in found.items() if k != "anyOf"}}
+        pattern = _UNSIGNED_DECIMAL if bounds else _DECIMAL
+        return {**found, "anyOf": [number, {"type": "string", "pattern": pattern}]}
 
     def url_schema(self, schema: core_schema.UrlSchema) -> JsonSchemaValue:
         return self._with_host(super().url_schema(schema), schema)

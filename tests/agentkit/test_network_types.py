@@ -1,14 +1,18 @@
-"""pydantic's network types through `@tool` and `extract`: every string the grammar lets a
-model write for them is one pydantic accepts (the scheme a URL type allows, a host, an IP
-address), so a typed call never fails on its URL after decoding."""
+"""pydantic's network types and decimals through `@tool` and `extract`: every string the
+grammar lets a model write for them is one pydantic accepts (the scheme a URL type allows, a
+host, an IP address, a decimal numeral), so a typed call never fails on its URL or its price
+after decoding."""
 
 import json
+import math
 import random
+from decimal import Decimal
+from typing import Annotated
 
 import pydantic
 import pydantic.networks as networks
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 import grammar
 from agentkit import extract, tool
@@ -30,6 +34,10 @@ WALKS = 60
 
 
 def _walk(compiled: grammar.CompiledGrammar, rng: random.Random) -> object:
+    return json.loads(_walk_text(compiled, rng))
+
+
+def _walk_text(compiled: grammar.CompiledGrammar, rng: random.Random) -> str:
     """A random matcher walk, steered to its shortest completion after a random number of steps."""
     m = grammar.Matcher(compiled)
     taken = []
@@ -40,7 +48,7 @@ def _walk(compiled: grammar.CompiledGrammar, rng: random.Random) -> object:
         assert m.accept_token(token)
         taken.append(token)
         if m.is_terminated():
-            return json.loads(VOCAB.decode([t for t in taken if t != 0]))
+            return VOCAB.decode([t for t in taken if t != 0])
     raise AssertionError("the walk did not finish")
 
 
@@ -59,6 +67,47 @@ def test_every_value_the_grammar_allows_validates(name):
     for _ in range(WALKS):
         value = _walk(compiled, rng)
         adapter.validate_python(value)  # raises where the grammar let through what pydantic refuses
+
+
+DECIMALS = {
+    "free": Decimal, "optional": Decimal | None, "ge0": Annotated[Decimal, Field(ge=0)],
+    "gt0": Annotated[Decimal, Field(gt=0)], "ge1": Annotated[Decimal, Field(ge=1)],
+    "le5": Annotated[Decimal, Field(le=5)], "between": Annotated[Decimal, Field(ge=0, lt=100)],
+}
+
+
+@pytest.mark.parametrize("name", DECIMALS)
+def test_every_decimal_the_grammar_allows_validates(name):
+    tp = DECIMALS[name]
+
+    @tool
+    def price(value: tp) -> str:  # type: ignore[valid-type]
+        """Price a thing."""
+        return str(value)
+
+    compiled = grammar.compile(grammar.from_json_schema(price.schema["properties"]["value"]), VOCAB)
+    adapter = pydantic.TypeAdapter(tp)
+    rng = random.Random(name)
+    for _ in range(WALKS):
+        text = _walk_text(compiled, rng)
+        value = json.loads(text)
+        if isinstance(value, float) and not math.isfinite(value):
+            continue  # a number past a float's range (1e999): docs/limits.md, "Decimals"
+        adapter.validate_json(text)  # as an output is read
+
+
+def test_a_decimal_is_a_numeral_not_any_string():
+    @tool
+    def order(unit_price: Decimal, discount: Annotated[Decimal, Field(ge=0)]) -> str:
+        """Order a thing."""
+        return ""
+
+    g = grammar.from_json_schema(order.schema)
+    for price in (12.5, "12.50", "-3", ".5"):
+        assert g.accepts(_compact({"unit_price": price, "discount": "0.25"})), price
+    for price in ("£12.50", "12,50", "twelve", "", "NaN"):
+        assert not g.accepts(_compact({"unit_price": price, "discount": 1})), price
+    assert not g.accepts(_compact({"unit_price": 1, "discount": "-0.25"}))
 
 
 def _compact(value: object) -> str:
