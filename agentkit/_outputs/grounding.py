@@ -29,9 +29,9 @@ from .output import OutputSpec
 
 GroundedMode = bool | Literal["auto"]
 
-# Formats whose values a text writes in other words as often as not (a date as "March 14th"):
-# "auto" leaves them free, as the source would hold a distractor more often than the value.
-_REWORDED_FORMATS = frozenset({"date", "date-time", "time", "duration"})
+# Formats whose values a text writes in other words that grounding does not read back (a
+# date and a time it does: "March 14th" is offered as 2025-03-14): "auto" leaves them free.
+_REWORDED_FORMATS = frozenset({"date-time", "duration"})
 # Names and descriptions of fields whose values are written by the model rather than copied. (A
 # summary or title is left held: on the tune half a ticket's subject line and a meeting's title
 # stand in the text, and holding them was right more often than not.)

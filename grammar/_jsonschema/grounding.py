@@ -4,7 +4,9 @@ A subschema marked `"grounded": true` (`GROUNDED`), compiled with a `Grounding`,
 string language the source's substrings (`substrings.suffix_automaton`) intersected with its own
 lengths, pattern and format, written through the JSON-escaping homomorphism like every string;
 and as its numbers the values the source writes (`numbers_in`: thousands separators and decimal
-commas read), each in the spellings the field's plain grammar accepts. Marked `"grounded":
+commas read), each in the spellings the field's plain grammar accepts. A grounded string may
+also be a date or time the source writes in other words, in its ISO spelling
+(`written_dates`). Marked `"grounded":
 "numbers"`, its strings are those numbers' spellings (a decimal written as a string). Where the two cannot be
 composed exactly, or leave no value, the field keeps its plain grammar and says why: grounding
 only ever narrows a field, never widens it, never empties it, never fails a compile.
@@ -22,9 +24,10 @@ from .._ir import EMPTY, Counted, Node, Ref, Rules, alt, chars, counted, lit, on
 from . import lang
 from .facets import Facets
 from .limits import MAX_RULES
-from .strings import encode
+from .strings import encode, quoted
 from .substrings import suffix_automaton
 from .vocabulary import NUMBERS, _ANY_DECODED
+from .written_dates import written_dates, written_times
 
 # Characters of a source past which its spans are not grounded (the automaton's rules, about
 # one per character, would crowd the rule limit; a compile this large is past any latency goal).
@@ -51,6 +54,12 @@ class Grounding:
     def numbers(self) -> tuple[Decimal, ...]:
         """The numbers the source writes, in order, each once."""
         return tuple(dict.fromkeys(numbers_in(self.source)))
+
+    @cached_property
+    def spelled(self) -> tuple[str, ...]:
+        """The dates and times the source writes, in ISO spellings (`2025-03-14`, `14:00`):
+        values a grounded string may take besides the source's spans."""
+        return tuple(written_dates(self.source) + written_times(self.source))
 
 
 @dataclass(frozen=True)
@@ -180,9 +189,12 @@ class GroundingMixin:
                 dfa = lang.intersect(spans, plain)
             except LimitError:
                 return "the field's constraints and the source make too large an automaton"
-        if dfa.is_empty():
+        # Dates and times written in other words, where the field asks for a form (a format, a pattern).
+        spelled = [] if plain is None else [t for t in self.grounding.spelled if plain.matches(t) and not dfa.matches(t)]
+        if dfa.is_empty() and not spelled:
             return "no span of the source fits the field's constraints"
-        return self.shared(span_text(dfa), "span")
+        texts = [quoted(t) for t in spelled]
+        return alt(*([] if dfa.is_empty() else [self.shared(span_text(dfa), "span")]), *texts)
 
     def _plain_dfa(self, f: Facets, longest: int | None) -> lang.DFA | None | str:
         """The field's plain string language as an automaton (None: any string, as far as the

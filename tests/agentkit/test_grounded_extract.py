@@ -3,6 +3,7 @@ that override it, the grammar built per text and the record of what was held."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Annotated, Literal
 
@@ -61,9 +62,19 @@ def test_false_holds_nothing_but_what_a_field_marks_itself():
 def test_auto_leaves_composed_fields_and_reworded_formats_free():
     chosen = held("auto")
     assert "/note" not in chosen and "/customer" in chosen and "/quantity" in chosen and "/summary" in chosen
-    schema = {"type": "object", "properties": {"day": {"type": "string", "format": "date"}, "n": {"type": "integer"}}}
+    schema = {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}, "n": {"type": "integer"}}}
     _, found = marked_schema(schema, "no numbers here", "auto")
     assert found == {}
+
+
+def test_auto_holds_a_date_to_the_dates_the_text_writes_in_words():
+    class Meeting(BaseModel):
+        day: datetime.date
+
+    spec = OutputSpec(Meeting)
+    g, record = grounded_grammar(spec, "Budget Review on March 14th, 2025 at 9:30.", "auto", Local())
+    assert g is not None and [r.grounded for r in record] == [True]
+    assert g.accepts('{"day":"2025-03-14"}') and not g.accepts('{"day":"2025-03-15"}')
 
 
 def test_the_mark_leaves_the_prompts_schema_alone():
