@@ -13,7 +13,9 @@ schema, then the text) and decoding greedily:
   default; `agentkit:OPTION=VALUE,...` passes keyword options to it (a value is read as JSON
   where it parses, else kept as text), so each option is measured by this same command;
   `agentkit:form=compact|spaced|blanksN` sets the form of the output's JSON for that engine
-  instead (`JSON_FORM`: compact, `json.dumps`'s separators, or up to N free blanks);
+  instead (`JSON_FORM`: compact, `json.dumps`'s separators, or up to N free blanks), and
+  `agentkit:prompt=sketch|json-schema` how its instructions show the type (`SCHEMA_PROMPT`);
+  `--prompt` sets the latter for every engine (free and Outlines are given the same messages);
 - `free`: the same messages decoded with no grammar, the JSON read from the answer (in a
   fenced block or bare) and validated into `T`;
 - `outlines`: Outlines' `Generator(model, T)` on llama-cpp-python with the same messages, where
@@ -133,11 +135,17 @@ class Engine(Protocol):
         ...
 
 
+RUN_PROMPT = output.SCHEMA_PROMPT  # `--prompt`: how free and Outlines are shown the type
+
+
 def messages(case: Case) -> list[dict[str, Any]]:
-    """The chat messages `extract` sends for `case` (its default instructions, the schema, the text)."""
+    """The chat messages `extract` sends for `case` (its default instructions, the schema as
+    `--prompt` says, the text)."""
+    output.SCHEMA_PROMPT = RUN_PROMPT
     return extraction_messages(output_spec(case.model), case.text, None)
 
 
+PROMPTS = ("sketch", "json-schema")
 FORMS = {"compact": {}, "spaced": {"separators": (", ", ": ")}}
 
 
@@ -154,11 +162,13 @@ class Agentkit:
     def __init__(self, label: str, runtime: Any, options: dict[str, Any]):
         self.label, self.runtime, self.options = label, runtime, dict(options)
         self.form = json_form(self.options.pop("form")) if "form" in options else output.JSON_FORM
+        self.prompt = self.options.pop("prompt", RUN_PROMPT)
 
     async def read(self, case: Case) -> pydantic.BaseModel:
         if output.JSON_FORM != self.form:  # engines run one after another: grammars built afresh
             output.JSON_FORM = self.form
             extraction._spec.cache_clear()
+        output.SCHEMA_PROMPT = self.prompt
         return await aextract(case.model, case.text, runtime=self.runtime, **self.options)
 
 
@@ -244,6 +254,8 @@ def parse_engine(spec: str) -> tuple[str, dict[str, Any]]:
         raise ValueError(f"only agentkit takes options, not {name!r} ({spec!r})")
     if "form" in options:
         json_form(options["form"])
+    if options.get("prompt", "sketch") not in PROMPTS:
+        raise ValueError(f"unknown prompt {options['prompt']!r}: {' or '.join(PROMPTS)}")
     return name, options
 
 
@@ -416,8 +428,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=1,
                         help="texts in flight at once, batched by the runtime (agentkit and free; default 1)")
     parser.add_argument("--json", help="write every document's verdict and answer here")
+    parser.add_argument("--prompt", choices=PROMPTS, default=RUN_PROMPT,
+                        help=f"how the instructions show the type, for every engine (default {RUN_PROMPT})")
     models.add_model_option(parser)
     args = parser.parse_args(argv)
+    global RUN_PROMPT
+    RUN_PROMPT = args.prompt
     specs = args.engine or list(ENGINES)
     try:
         for spec in specs:
@@ -434,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{spec}: unavailable: {exc}", file=sys.stderr)
     cases = select(args.split, args.limit)
     print(f"model: {runtime.name}  split: {args.split} ({len(cases)} texts)  max_tokens: {MAX_TOKENS}  "
-          f"concurrency: {args.concurrency}  instructions: {DEFAULT_INSTRUCTIONS!r} + the schema")
+          f"concurrency: {args.concurrency}  instructions: {DEFAULT_INSTRUCTIONS!r} + the schema as {args.prompt}")
     results, walls = asyncio.run(measure(engines, cases, max(1, args.concurrency)))
     print(report(results, walls))
     if args.json:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import pydantic
 
@@ -19,6 +19,7 @@ from .._errors import ModelRetry, OutputValidationError, ToolDefinitionError, Vi
 from .._tools.schema import schema_for_type
 from .._tools.types import UnsupportedType, prepare
 from .._tools.validator import SchemaValidator
+from .sketch import sketch
 
 T = TypeVar("T")
 
@@ -30,6 +31,11 @@ JSON_FORM: dict[str, Any] = {}
 `Agent(output_type=...)`), as `grammar.from_json_schema`'s keywords: `{}` compact,
 `{"separators": (", ", ": ")}` as `json.dumps` writes, `{"whitespace": N}` up to N free blanks
 between tokens. Read when a type's grammar is built (once per type and process)."""
+
+SCHEMA_PROMPT: Literal["sketch", "json-schema"] = "json-schema"
+"""How the instructions show a model the type it must write: `"sketch"`, the JSON it
+describes with each value's kind in words (`agentkit._outputs.sketch`), or `"json-schema"`,
+the JSON Schema document itself."""
 
 
 async def apply_validator(validator: OutputValidator, value: Any) -> Any:
@@ -85,9 +91,13 @@ class OutputSpec(Generic[T]):
 
     def instructions(self) -> str:
         """The sentence that tells a model what to write."""
+        schema = json.dumps(self.schema, ensure_ascii=False)
+        if SCHEMA_PROMPT == "sketch":
+            written = sketch(self.schema)
+            if len(written) <= max(len(schema), 200):  # a type whose sketch repeats its parts: the schema
+                return "Answer with one JSON value of this form, and nothing else:\n" + written
         return (
-            "Answer with one JSON value that matches this JSON Schema, and nothing else:\n"
-            + json.dumps(self.schema, ensure_ascii=False)
+            "Answer with one JSON value that matches this JSON Schema, and nothing else:\n" + schema
         )
 
     def validate(self, text: str, *, validation_context: Any = None, **context: Any) -> T:

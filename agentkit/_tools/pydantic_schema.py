@@ -60,6 +60,7 @@ def _url_pattern(allowed_schemes: list[str] | None) -> str:
 
 _DECIMAL = r"^[+-]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)$"
 _UNSIGNED_DECIMAL = r"^\+?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)$"
+DECIMAL_PATTERNS = (_DECIMAL, _UNSIGNED_DECIMAL)
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
 
