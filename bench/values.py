@@ -420,6 +420,7 @@ async def measure(engines: Sequence[Engine], cases: Sequence[Case], concurrency:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global RUN_PROMPT
     parser = argparse.ArgumentParser(prog="python -m bench.values", description=__doc__.split("\n\n")[0])
     parser.add_argument("--engine", action="append", metavar="NAME[:OPTION=VALUE,...]",
                         help=f"repeatable; one of {', '.join(ENGINES)} (default: all three)")
@@ -432,7 +433,6 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"how the instructions show the type, for every engine (default {RUN_PROMPT})")
     models.add_model_option(parser)
     args = parser.parse_args(argv)
-    global RUN_PROMPT
     RUN_PROMPT = args.prompt
     specs = args.engine or list(ENGINES)
     try:
