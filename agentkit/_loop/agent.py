@@ -175,8 +175,8 @@ class Agent(Generic[OutputT]):
     system prompt, the user's messages, the tool results so far; not the tool listing, so a
     docstring's example never becomes a call's value): a string to a span of it, a number to
     one it writes. False (default): only those a tool marks (`Annotated[float, Grounded()]`);
-    True: every plain string and number; "auto": numbers, and strings but dates and times and
-    composed text (a description, a reason, a note). A tool's own marks win
+    True: every plain string and number; "auto": numbers, and strings but date-times, durations
+    and composed text (a description, a reason, a note), as extractions choose. A tool's own marks win
     (`Grounded(False)` keeps an argument free). A tool with a required held argument the
     conversation holds no value for is not offered that turn, so a conversion waits for the
     temperature it converts; where no tool is left and a call is required, the turn is held

@@ -152,15 +152,15 @@ def test_a_parameters_own_mark_wins_over_the_mode():
     assert seen[0].accepts(call("scale", factor=2, label="not in the conversation"))
 
 
-def test_auto_holds_identifiers_and_numbers_not_enums_dates_or_composed_text():
-    def book(room: str, guests: int, day: datetime.date, reason: str, units: Literal["a", "b"]) -> str:
+def test_auto_holds_identifiers_and_numbers_not_enums_date_times_or_composed_text():
+    def book(room: str, guests: int, start: datetime.datetime, reason: str, units: Literal["a", "b"]) -> str:
         """Book a room."""
         return "booked"
 
     runtime, seen = grammars_seen(["ok"])
     Agent([book], runtime, grounded_arguments="auto").run_sync("Room 12B for 3 guests.")
     g = seen[0]
-    args = {"room": "12B", "guests": 3, "day": "2025-03-14", "reason": "a team meeting", "units": "b"}
+    args = {"room": "12B", "guests": 3, "start": "2025-03-14T10:00:00Z", "reason": "a team meeting", "units": "b"}
     assert g.accepts(call("book", **args))
     assert not g.accepts(call("book", **{**args, "room": "14C"}))
     assert not g.accepts(call("book", **{**args, "guests": 4}))
@@ -211,3 +211,18 @@ def test_the_conversation_is_the_system_user_and_tool_texts():
         {"role": "tool", "tool_call_id": "c1", "content": "21.5"},
     ]
     assert conversation_text(messages, ["LISTING"]) == "Be brief.\n\n\nin Paris\n21.5"
+
+
+def test_a_date_waits_for_the_conversation_to_write_one():
+    def schedule(day: datetime.date) -> str:
+        """Book the meeting room, e.g. schedule(day="2030-01-01")."""
+        return "booked"
+
+    runtime, seen = grammars_seen(["Which day?", "ok"])
+    agent = Agent([schedule], runtime, grounded_arguments="auto")
+    agent.run_sync("Book the room.")
+    agent.run_sync("Book the room for March 14th, 2025.")
+    undated, dated = seen
+    assert not undated.accepts(call("schedule", day="2025-03-14")) and undated.accepts("Which day?")
+    assert dated.accepts(call("schedule", day="2025-03-14"))
+    assert not dated.accepts(call("schedule", day="2030-01-01"))
