@@ -12,8 +12,9 @@ schema, then the text) and decoding greedily:
 - `agentkit`: `aextract(T, text, runtime=...)` with no other option, what a user gets by
   default; `agentkit:OPTION=VALUE,...` passes keyword options to it (a value is read as JSON
   where it parses, else kept as text), so each option is measured by this same command;
-  `agentkit:form=compact|spaced|blanksN` sets the form of the output's JSON for that engine
-  instead (`JSON_FORM`: compact, `json.dumps`'s separators, or up to N free blanks), and
+  `agentkit:form=model|compact|spaced|blanksN` sets the form of the output's JSON for that
+  engine (`JSON_FORM`: the model's chat template's, compact, `json.dumps`'s separators, or up
+  to N free blanks), and
   `agentkit:prompt=sketch|json-schema` how its instructions show the type (`SCHEMA_PROMPT`);
   `--prompt` sets the latter for every engine (free and Outlines are given the same messages);
 - `free`: the same messages decoded with no grammar, the JSON read from the answer (in a
@@ -146,16 +147,17 @@ def messages(case: Case) -> list[dict[str, Any]]:
 
 
 PROMPTS = ("sketch", "json-schema")
-FORMS = {"compact": {}, "spaced": {"separators": (", ", ": ")}}
+FORMS: dict[str, dict[str, Any] | None] = {"model": None, "compact": {}, "spaced": {"separators": (", ", ": ")}}
 
 
-def json_form(name: str) -> dict[str, Any]:
-    """The output form `agentkit:form=NAME` names: compact, spaced, or blanksN."""
+def json_form(name: str) -> dict[str, Any] | None:
+    """The output form `agentkit:form=NAME` names: the model's own (its chat template's, the
+    default), compact, spaced, or blanksN."""
     if name in FORMS:
         return FORMS[name]
     if isinstance(name, str) and re.fullmatch(r"blanks[1-9][0-9]*", name):
         return {"whitespace": int(name[len("blanks"):])}
-    raise ValueError(f"unknown form {name!r}: compact, spaced or blanksN")
+    raise ValueError(f"unknown form {name!r}: model, compact, spaced or blanksN")
 
 
 class Agentkit:

@@ -32,6 +32,20 @@ def tool_call_envelope(template: str | None) -> ToolCallEnvelope:
     return "json"
 
 
+# A JSON key the template writes, followed by a blank: `{"name": ` (or escaped inside a string).
+_SPACED_KEY = re.compile(r'\\?"\w+\\?": ')
+
+
+def json_separators(template: str | None) -> tuple[str, str] | None:
+    """How a model with this chat template was shown JSON: `json.dumps`'s separators
+    (`", "`, `": "`) where the template renders values with `tojson` or writes a key followed
+    by a blank (tool templates do both), None where it shows no JSON (then a model has no
+    form of its own, and grammars keep their compact default)."""
+    if template and ("tojson" in template or _SPACED_KEY.search(template)):
+        return (", ", ": ")
+    return None
+
+
 _PYTHON_LIST_INSTRUCTIONS = (
     "You can call the tools below. Answer a request with the calls it needs, as a Python list: "
     "[tool_name(argument=value, ...)] for one call, [tool_name(...), tool_name(...)] for several. "

@@ -196,6 +196,9 @@ class Runtime(ABC):
 
     name: str = "runtime"
     tool_call_envelope: ToolCallEnvelope = "json"
+    # The separators of the JSON the model's chat template shows it (`(", ", ": ")`), None
+    # where it shows none or the template is unknown (a server): see `_chat.json_separators`.
+    json_separators: tuple[str, str] | None = None
     # Whether the runtime itself closes a grammar's document within `max_tokens` (a local
     # decoder steers the end). One that cannot (a server it sends the grammar to) says False,
     # and a caller that needs a whole document bounds the grammar (`grammar.within_bytes`).

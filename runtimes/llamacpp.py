@@ -22,7 +22,7 @@ import numpy as np
 
 from grammar import Vocabulary, read_gguf_metadata
 
-from ._chat import ChatTemplate, tool_call_envelope
+from ._chat import ChatTemplate, json_separators, tool_call_envelope
 from ._control_text import ControlTexts
 from ._draft_model import DraftModel
 from ._drafting import Drafter
@@ -168,6 +168,7 @@ class LlamaCpp(LocalRuntime):
             else None
         )
         self.tool_call_envelope = tool_call_envelope(template)
+        self.json_separators = json_separators(template)
         self._control_texts = self._parsed_only_as_special()
         self.draft = draft
 

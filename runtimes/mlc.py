@@ -26,7 +26,7 @@ import numpy as np
 
 from grammar import Matcher, TokenMask, Vocabulary, allocate_token_bitmask
 
-from ._chat import ChatTemplate, tool_call_envelope
+from ._chat import ChatTemplate, json_separators, tool_call_envelope
 from ._control_text import ControlTexts
 from ._errors import RuntimeFailure, RuntimeUnavailable
 from ._hf_vocab import special_token_texts, vocabulary_from_tokenizer_json
@@ -168,6 +168,7 @@ class MLC(LocalRuntime):
             bos, eos = _token_text(found.get("bos_token")), _token_text(found.get("eos_token"))
         self.template = ChatTemplate(template_text, bos_token=bos, eos_token=eos) if template_text else None
         self.tool_call_envelope = tool_call_envelope(template_text)
+        self.json_separators = json_separators(template_text)
         logger.info(
             "MLC loaded %s with %s on %s in %.2f s: %d-id vocabulary, %d-position context, masks on the %s",
             self.model_path, model_lib, device, time.perf_counter() - started, self.vocabulary.size,

@@ -23,9 +23,9 @@ from grammar import CompileError, Grammar
 from .._errors import InvalidArgument
 from .._tools.grounded import GROUNDED_KEY
 
-NUMBERS_AS_STRINGS = "numbers"  # `"grounded": "numbers"`: a string held to the numbers the text writes
-from . import output as _output
 from .output import OutputSpec
+
+NUMBERS_AS_STRINGS = "numbers"  # `"grounded": "numbers"`: a string held to the numbers the text writes
 
 GroundedMode = bool | Literal["auto"]
 
@@ -68,7 +68,8 @@ def grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode,
         why = "the runtime decodes on a server, which is sent the type's own grammar"
         return None, tuple(FieldGrounding(path, kind, False, why) for path, kind in chosen.values())
     try:
-        g = grammar.from_json_schema(marked, lenient=True, grounding=grammar.Grounding(text), **_output.JSON_FORM)
+        g = grammar.from_json_schema(marked, lenient=True, grounding=grammar.Grounding(text),
+                                     **spec.form_for(runtime))
     except CompileError as exc:  # never expected: the plain grammar compiled; the type's own then
         why = f"the grounded grammar did not compile: {exc}"
         return None, tuple(FieldGrounding(path, kind, False, why) for path, kind in chosen.values())

@@ -26,11 +26,13 @@ T = TypeVar("T")
 OutputValidator = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
 """A function given a final answer, returning the answer to keep, or raising `ModelRetry`."""
 
-JSON_FORM: dict[str, Any] = {}
-"""The form of the JSON every output grammar holds a model to (every extraction entry point,
-`Agent(output_type=...)`), as `grammar.from_json_schema`'s keywords: `{}` compact,
-`{"separators": (", ", ": ")}` as `json.dumps` writes, `{"whitespace": N}` up to N free blanks
-between tokens. Read when a type's grammar is built (once per type and process)."""
+JSON_FORM: dict[str, Any] | None = None
+"""The form of the JSON every extraction's grammar holds a model to, as
+`grammar.from_json_schema`'s keywords: None (the default) the form the model's chat template
+shows it (`Runtime.json_separators`: `json.dumps`'s separators for a template that writes JSON,
+as Qwen2.5's does; compact for one that writes none, as SmolLM2's), or for every model `{}`
+compact, `{"separators": (", ", ": ")}`, `{"whitespace": N}` up to N free blanks between
+tokens. Read when a type's grammar is built (once per type, form and process)."""
 
 SCHEMA_PROMPT: Literal["sketch", "json-schema"] = "json-schema"
 """How the instructions show a model the type it must write: `"sketch"`, the JSON it
@@ -70,24 +72,45 @@ class OutputSpec(Generic[T]):
         except (pydantic.PydanticUserError, pydantic.errors.PydanticSchemaGenerationError,
                 pydantic.errors.PydanticInvalidForJsonSchema) as exc:
             raise ToolDefinitionError(f"output {label}", f"type has no JSON Schema: {exc}") from None
-        try:
-            self.grammar: Grammar = grammar.from_json_schema(self.schema, lenient=True, **JSON_FORM)
-        except CompileError as exc:
-            raise ToolDefinitionError(f"output {label}", exc.reason, keyword=exc.keyword, pointer=exc.pointer) from None
+        self._forms: dict[str, Grammar] = {}
+        self.grammar: Grammar = self.grammar_in(JSON_FORM or {})
         self._validator = SchemaValidator(self.schema)
         self.constraints: Constraints = report(self.schema, self.grammar, checked_formats=self._validator.formats)
-        self._within: dict[int, Grammar] = {}
+        self._within: dict[tuple[str, int], Grammar] = {}
+
+    def grammar_in(self, form: dict[str, Any]) -> Grammar:
+        """The type's grammar with its JSON in `form` (see `JSON_FORM`), built once per form."""
+        key = json.dumps(form, sort_keys=True)
+        if key not in self._forms:
+            try:
+                self._forms[key] = grammar.from_json_schema(self.schema, lenient=True, **form)
+            except CompileError as exc:
+                raise ToolDefinitionError(f"output {self.label}", exc.reason, keyword=exc.keyword,
+                                          pointer=exc.pointer) from None
+        return self._forms[key]
+
+    @staticmethod
+    def form_for(runtime: Any) -> dict[str, Any]:
+        """The form of the JSON `runtime`'s model is held to: `JSON_FORM` where set, else the
+        separators its chat template shows (compact where it shows none)."""
+        if JSON_FORM is not None:
+            return JSON_FORM
+        separators = getattr(runtime, "json_separators", None)
+        return {"separators": tuple(separators)} if separators else {}
 
     def grammar_for(self, runtime: Any, max_tokens: int) -> Grammar:
-        """The grammar to send `runtime`: where it cannot close a document at its token budget
-        itself (a server: `steers_budget` False), held to sentences of at most `max_tokens`
-        bytes, so the output always ends within as many tokens, blanks included.
-        `grammar.LimitError` where not even the shortest output fits."""
+        """The grammar to send `runtime`, in its model's form (`form_for`): where it cannot
+        close a document at its token budget itself (a server: `steers_budget` False), held to
+        sentences of at most `max_tokens` bytes, so the output always ends within as many
+        tokens, blanks included. `grammar.LimitError` where not even the shortest output fits."""
+        form = self.form_for(runtime)
+        g = self.grammar_in(form)
         if getattr(runtime, "steers_budget", True):
-            return self.grammar
-        if max_tokens not in self._within:
-            self._within[max_tokens] = grammar.within_bytes(self.grammar, max_tokens)
-        return self._within[max_tokens]
+            return g
+        key = (json.dumps(form, sort_keys=True), max_tokens)
+        if key not in self._within:
+            self._within[key] = grammar.within_bytes(g, max_tokens)
+        return self._within[key]
 
     def instructions(self) -> str:
         """The sentence that tells a model what to write."""

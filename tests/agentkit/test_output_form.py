@@ -88,3 +88,30 @@ def test_on_a_server_a_streamed_extraction_fits_max_tokens_bytes(spaced_form):
     rt = ServerScripted([spaced(SHORT)])
     list(stream_extract(Order, "M ordered 4", runtime=rt, max_tokens=80))
     assert grammar.longest_bytes(rt.calls[0].grammar) <= 80
+
+
+class TemplatedScripted(ScriptedRuntime):
+    """A scripted runtime whose model's chat template writes JSON as json.dumps does."""
+
+    json_separators = (", ", ": ")
+
+
+@pytest.mark.parametrize("runtime_class, write, other", [
+    (TemplatedScripted, spaced, compact), (ScriptedRuntime, compact, spaced)])
+def test_by_default_an_extraction_is_held_to_the_form_the_models_template_shows(runtime_class, write, other,
+                                                                               monkeypatch):
+    monkeypatch.setattr(output, "JSON_FORM", None)
+    extraction._spec.cache_clear()
+    value = {"customer": "M", "items": ["a"], "quantity": 4, "note": None}
+    assert extract(Order, "M ordered 4 a", runtime=runtime_class([write(value)])) == Order(**value)
+    with pytest.raises(UnexpectedModelOutput):
+        extract(Order, "M ordered 4 a", runtime=runtime_class([other(value)]), max_retries=0)
+    grounded = runtime_class([write(value)])
+    assert extract(Order, "M ordered 4 a", runtime=grounded, grounded=True) == Order(**value)
+
+
+def test_a_form_set_for_every_model_overrides_the_templates(spaced_form):
+    value = {"customer": "M", "items": [], "quantity": 4, "note": None}
+    rt = ScriptedRuntime([spaced(value)])
+    rt.json_separators = None
+    assert extract(Order, "M ordered 4", runtime=rt) == Order(**value)

@@ -80,6 +80,7 @@ def test_the_chat_template_comes_from_the_gguf_file(default_runtime):
     prompt = default_runtime.render(chat("Hi"))
     assert prompt.endswith("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
     assert default_runtime.tool_call_envelope == "json"
+    assert default_runtime.json_separators is None  # SmolLM2's template shows no JSON: compact
 
 
 @pytest.mark.model

@@ -14,7 +14,7 @@ import grammar
 from grammar import Grammar, Matcher
 from grammar._ir import chars, lit, repeat, seq
 from runtimes import ConnectionFailure, GrammarIgnored, RuntimeFailure, ServerError
-from runtimes._chat import ChatTemplate, tool_call_envelope, tool_instructions
+from runtimes._chat import ChatTemplate, json_separators, tool_call_envelope, tool_instructions
 from runtimes._hf_vocab import vocabulary_from_tokenizer_json
 from runtimes._retry import with_retries
 from runtimes._sampling import Sampler
@@ -108,6 +108,15 @@ def test_templates_asking_for_python_calls_choose_the_python_envelope():
     assert tool_call_envelope("{{ messages }} [1, 2] f(x)") == "json"
     text = tool_instructions([WEATHER], "python")
     assert "[tool_name(argument=value, ...)] for one call" in text and "- get_weather:" in text
+
+
+def test_a_template_that_shows_json_gives_its_separators():
+    chatml = "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>' }}{% endfor %}"
+    assert json_separators(chatml) is None and json_separators(None) is None
+    assert json_separators("{% for t in tools %}{{ t | tojson }}{% endfor %}") == (", ", ": ")
+    assert json_separators('{{- \'{"name": function name, "parameters": dictionary}\' }}') == (", ", ": ")
+    assert json_separators('{{ "<tool_call>\\n{\\"name\\": <function-name>}" }}') == (", ", ": ")
+    assert json_separators('{{ \'{"name":"x"}\' }}') is None  # compact JSON shows no blank
 
 
 def test_template_errors_say_where():
