@@ -171,12 +171,6 @@ class _Marked:
     required: tuple[str, ...]
 
 
-# Why a compile kept an argument's plain grammar where the source holds no value for it, as
-# `grammar.GroundedField.reason` says it (a source or field too large to hold is another matter:
-# the value may well be there).
-_NO_VALUE = ("the source writes no number", "no number the source writes fits", "no span of the source fits")
-
-
 def _required_held(schema: dict[str, object], chosen: Mapping[str, object]) -> tuple[str, ...]:
     required = schema.get("required")
     names = required if isinstance(required, list) else []
@@ -186,5 +180,5 @@ def _required_held(schema: dict[str, object], chosen: Mapping[str, object]) -> t
 
 def _unfilled(marked: Sequence[_Marked], notes: Sequence[GroundedField]) -> set[str]:
     """The tools with a required held argument for which the source holds no value."""
-    empty = {n.pointer for n in notes if not n.grounded and n.reason.startswith(_NO_VALUE)}
+    empty = {n.pointer for n in notes if n.unfilled}
     return {m.schema.name for m in marked if any(f"/{m.schema.name}{p}" in empty for p in m.required)}

@@ -62,6 +62,14 @@ class Grounding:
         return tuple(written_dates(self.source) + written_times(self.source))
 
 
+# Why a field kept its plain grammar where the source holds no value for it (a source or a
+# field too large to hold is another matter: the value may well be there).
+NO_SPAN = "no span of the source fits the field's constraints"
+NO_NUMBER = "the source writes no number"
+NO_NUMBER_FITS = "no number the source writes fits the field's constraints"
+_UNFILLED = frozenset({NO_SPAN, NO_NUMBER, NO_NUMBER_FITS})
+
+
 @dataclass(frozen=True)
 class GroundedField:
     """What grounding did at one place of the schema: `kind` "string" or "number"; `grounded`
@@ -71,6 +79,11 @@ class GroundedField:
     kind: str
     grounded: bool
     reason: str = ""
+
+    @property
+    def unfilled(self) -> bool:
+        """Whether the field kept its plain grammar because the source holds no value for it."""
+        return not self.grounded and self.reason in _UNFILLED
 
 
 # A run of digits with the separators numbers are written with: `.` and `,` (either may be the
@@ -192,7 +205,7 @@ class GroundingMixin:
         # Dates and times written in other words, where the field asks for a form (a format, a pattern).
         spelled = [] if plain is None else [t for t in self.grounding.spelled if plain.matches(t) and not dfa.matches(t)]
         if dfa.is_empty() and not spelled:
-            return "no span of the source fits the field's constraints"
+            return NO_SPAN
         texts = [quoted(t) for t in spelled]
         return alt(*([] if dfa.is_empty() else [self.shared(span_text(dfa), "span")]), *texts)
 
@@ -220,7 +233,7 @@ class GroundingMixin:
         those the field's string constraints allow."""
         numbers = self.grounding.numbers
         if not numbers:
-            return "the source writes no number"
+            return NO_NUMBER
         try:
             plain = self._plain_dfa(f, f.max_len)
         except LimitError as e:
@@ -229,20 +242,20 @@ class GroundingMixin:
             return plain
         texts = [s for value in numbers for s in spellings(value) if plain is None or plain.matches(s)]
         if not texts:
-            return "no number the source writes fits the field's constraints"
+            return NO_NUMBER_FITS
         return alt(*(lit(f'"{t}"') for t in dict.fromkeys(texts)))
 
     def _grounded_number(self, plain: Node) -> Node | str:
         """The source's numbers in the spellings `plain` (the field's number texts) accepts."""
         numbers = self.grounding.numbers
         if not numbers:
-            return "the source writes no number"
+            return NO_NUMBER
         rules = self._reachable_rules(plain)
         from .._recognize import accepts
 
         texts = [s for value in numbers for s in spellings(value) if accepts(rules, s)]
         if not texts:
-            return "no number the source writes fits the field's constraints"
+            return NO_NUMBER_FITS
         return alt(*(lit(t) for t in dict.fromkeys(texts)))
 
     def _reachable_rules(self, node: Node) -> Rules:

@@ -105,3 +105,13 @@ def test_a_text_with_no_date_leaves_a_date_field_its_plain_grammar():
     g = from_json_schema({"type": "string", "format": "date", "grounded": True}, grounding=Grounding("no date here"))
     (note,) = g.grounding
     assert not note.grounded and g.accepts('"2031-01-02"')
+
+
+def test_a_field_the_source_holds_no_value_for_says_so_apart_from_one_too_large():
+    g = from_json_schema({"type": "object", "required": ["n", "d"], "properties": {
+        "n": {"type": "integer", "grounded": True}, "d": {"type": "string", "format": "date", "grounded": True}}},
+        grounding=Grounding("nothing to hold"))
+    assert [note.unfilled for note in g.grounding] == [True, True]
+    held = from_json_schema({"type": "string", "grounded": True}, grounding=Grounding("x" * 20_001))
+    (note,) = held.grounding
+    assert not note.grounded and not note.unfilled
