@@ -96,15 +96,18 @@ class TurnLoop:
                       budget: int) -> GroundedTurn:
         """The grammar this turn is held to, and the kind it holds it to. A runtime that cannot
         close a turn itself gets one that fits its budget; one that decodes in process gets the
-        tools' chosen arguments held to the conversation (`grounded_arguments`)."""
+        tools' chosen arguments held to the conversation (`grounded_arguments`). A typed answer
+        is held to the form of JSON the runtime's model was shown (`OutputSpec.form_for`)."""
         grammars, tools = self.agent._grammars, self._turn_tools(state)
+        output = self.agent.output
+        form = tuple(sorted(output.form_for(runtime).items())) if output is not None else ()
         if not getattr(runtime, "steers_budget", True):
-            return GroundedTurn(grammars.get(tools, envelopes, kind, budget), kind)
+            return GroundedTurn(grammars.get(tools, envelopes, kind, budget, form), kind)
         mode = state.settings.model.get("grounded_arguments", self.agent.grounded_arguments)
         if not grammars.holds_arguments(tools, mode):
-            return GroundedTurn(grammars.get(tools, envelopes, kind), kind)
+            return GroundedTurn(grammars.get(tools, envelopes, kind, form=form), kind)
         text = conversation_text(state.messages, self.agent._instructions(state.settings.tools))
-        turn = grammars.grounded(tools, envelopes, kind, mode, text)
+        turn = grammars.grounded(tools, envelopes, kind, mode, text, form)
         if turn.ungrounded:
             state.ungrounded_turns.append(state.step)
             logger.info("turn %d: the conversation holds no value for a required argument of %s, and a call is "

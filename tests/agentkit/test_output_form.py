@@ -115,3 +115,22 @@ def test_a_form_set_for_every_model_overrides_the_templates(spaced_form):
     rt = ScriptedRuntime([spaced(value)])
     rt.json_separators = None
     assert extract(Order, "M ordered 4", runtime=rt) == Order(**value)
+
+
+def test_an_agents_typed_answer_is_held_to_the_form_its_runtimes_template_shows(monkeypatch):
+    monkeypatch.setattr(output, "JSON_FORM", None)
+
+    class Line(BaseModel):
+        item: str
+        quantity: int
+
+    value = {"item": "bowls", "quantity": 4}
+    agent = Agent([], output_type=Line, max_retries=0)
+    for runtime, ok in [(TemplatedScripted([spaced(value)]), True), (ScriptedRuntime([compact(value)]), True),
+                        (TemplatedScripted([compact(value)]), False)]:
+        with agent.override(runtime=runtime):
+            if ok:
+                assert agent.run_sync("4 bowls").output == Line(**value)
+            else:
+                with pytest.raises(UnexpectedModelOutput):
+                    agent.run_sync("4 bowls")
