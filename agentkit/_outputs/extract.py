@@ -70,7 +70,7 @@ async def aextract(
     validation_context: Any = None,
     confidence: Literal[False] = False,
     details: Literal[False] = False,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> T: ...
 
 
@@ -89,7 +89,7 @@ async def aextract(
     validation_context: Any = None,
     confidence: Literal[False] = False,
     details: Literal[False] = False,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> Any: ...
 
 
@@ -108,7 +108,7 @@ async def aextract(
     validation_context: Any = None,
     confidence: Literal[True],
     details: bool = False,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> Extraction[T]: ...
 
 
@@ -127,7 +127,7 @@ async def aextract(
     validation_context: Any = None,
     confidence: bool = False,
     details: Literal[True],
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> Extraction[T]: ...
 
 
@@ -146,7 +146,7 @@ async def aextract(
     validation_context: Any = None,
     confidence: bool = False,
     details: bool = False,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> Any: ...
 
 
@@ -164,7 +164,7 @@ async def aextract(
     validation_context: Any = None,
     confidence: bool = False,
     details: bool = False,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> Any:
     """`text`'s content as a `T` (a pydantic model, dataclass, TypedDict, `list[...]` ...).
 
@@ -359,7 +359,7 @@ def extract(
     validation_context: Any = None,
     confidence: Literal[False] = False,
     details: Literal[False] = False,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> T: ...
 
 
@@ -378,7 +378,7 @@ def extract(
     validation_context: Any = None,
     confidence: Literal[False] = False,
     details: Literal[False] = False,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> Any: ...
 
 
@@ -397,7 +397,7 @@ def extract(
     validation_context: Any = None,
     confidence: Literal[True],
     details: bool = False,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> Extraction[T]: ...
 
 
@@ -416,7 +416,7 @@ def extract(
     validation_context: Any = None,
     confidence: bool = False,
     details: Literal[True],
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> Extraction[T]: ...
 
 
@@ -435,7 +435,7 @@ def extract(
     validation_context: Any = None,
     confidence: bool = False,
     details: bool = False,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> Any: ...
 
 
@@ -453,7 +453,7 @@ def extract(
     validation_context: Any = None,
     confidence: bool = False,
     details: bool = False,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> Any:
     """`aextract` for code without an event loop."""
     try:

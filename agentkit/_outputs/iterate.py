@@ -31,7 +31,7 @@ T = TypeVar("T")
 def aextract_iter(
     item_type: type[T], text: str, *, runtime: Runtime | None = None, instructions: str | None = None,
     max_tokens: int = 512, temperature: float = 0.0, seed: int | None = None, validation_context: Any = None,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> AsyncIterator[T]: ...
 
 
@@ -39,7 +39,7 @@ def aextract_iter(
 def aextract_iter(
     item_type: Any, text: str, *, runtime: Runtime | None = None, instructions: str | None = None,
     max_tokens: int = 512, temperature: float = 0.0, seed: int | None = None, validation_context: Any = None,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> AsyncIterator[Any]: ...
 
 
@@ -53,7 +53,7 @@ async def aextract_iter(
     temperature: float = 0.0,
     seed: int | None = None,
     validation_context: Any = None,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> AsyncIterator[Any]:
     """Each `T` of the list `text` holds, validated, as soon as the model closes it.
 
@@ -138,7 +138,7 @@ def validated_item(item_spec: OutputSpec[Any], value: Any, index: int, validatio
 def extract_iter(
     item_type: type[T], text: str, *, runtime: Runtime | None = None, instructions: str | None = None,
     max_tokens: int = 512, temperature: float = 0.0, seed: int | None = None, validation_context: Any = None,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> Iterator[T]: ...
 
 
@@ -146,7 +146,7 @@ def extract_iter(
 def extract_iter(
     item_type: Any, text: str, *, runtime: Runtime | None = None, instructions: str | None = None,
     max_tokens: int = 512, temperature: float = 0.0, seed: int | None = None, validation_context: Any = None,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> Iterator[Any]: ...
 
 
@@ -160,7 +160,7 @@ def extract_iter(
     temperature: float = 0.0,
     seed: int | None = None,
     validation_context: Any = None,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> Iterator[Any]:
     """`aextract_iter` for code without an event loop: an iterator of the same `T`s, each
     handed over as it closes. Leaving the loop early closes the stream."""

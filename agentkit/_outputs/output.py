@@ -34,7 +34,7 @@ as Qwen2.5's does; compact for one that writes none, as SmolLM2's), or for every
 compact, `{"separators": (", ", ": ")}`, `{"whitespace": N}` up to N free blanks between
 tokens. Read when a type's grammar is built (once per type, form and process)."""
 
-SCHEMA_PROMPT: Literal["sketch", "json-schema"] = "json-schema"
+SCHEMA_PROMPT: Literal["sketch", "json-schema"] = "sketch"
 """How the instructions show a model the type it must write: `"sketch"`, the JSON it
 describes with each value's kind in words (`agentkit._outputs.sketch`), or `"json-schema"`,
 the JSON Schema document itself."""

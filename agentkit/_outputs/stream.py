@@ -33,7 +33,7 @@ async def astream_extract(
     temperature: float = 0.0,
     seed: int | None = None,
     validation_context: Any = None,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> AsyncIterator[Any]:
     """`aextract`, yielding the value as it is written: first partial values, then the whole `T`.
 
@@ -127,7 +127,7 @@ def stream_extract(
     temperature: float = 0.0,
     seed: int | None = None,
     validation_context: Any = None,
-    grounded: GroundedMode = False,
+    grounded: GroundedMode = "auto",
 ) -> ValueStream:
     """`astream_extract` for code without an event loop: an iterator of the same values,
     partial values and then the validated `T`. Leaving the loop early closes the stream.

@@ -462,7 +462,7 @@ async def test_typed_output_after_tool_calls() -> None:
     rt = ScriptedRuntime([call("get_weather", '{"city":"Oslo"}'), '{"name":"Oslo","population":700000}'])
     result = await Agent([get_weather], rt, output_type=City).run("Oslo?")
     assert result.output == City(name="Oslo", population=700000)
-    assert "JSON Schema" in result.messages[0]["content"]
+    assert "Answer with one JSON value of this form" in result.messages[0]["content"]
 
 
 async def test_invalid_output_is_corrected_then_bounded() -> None:

@@ -253,5 +253,5 @@ def test_streamed_and_item_by_item_extractions_end_typed_where_the_type_raises(k
             spellings = ['[{"name":"Ann"},{"name":"Bo"}]', '[{"name": "Ann"}, {"name": "Bo"}]'] if how == "iter" \
                 else ['[{"name":"Ann"}]', '[{"name": "Ann"}]']
             rt = FunctionRuntime(lambda messages, info: next(t for t in spellings if info.grammar.accepts(t)))
-            list(extract_iter(Named, "Ann", runtime=rt))
+            list(extract_iter(Named, "Ann and Bo", runtime=rt))
     assert info.value.callback == "output_type" and info.value.messages[-1]["role"] == "assistant"

@@ -67,51 +67,51 @@ def test_the_usage_counts_every_correction(refused: int) -> None:
 
 
 def test_confidence_carries_the_usage_too() -> None:
-    got = extract(Order, "x", runtime=ScriptedRuntime([_scored(ANSWER)]), confidence=True)
+    got = extract(Order, "x", runtime=ScriptedRuntime([_scored(ANSWER)]), grounded=False, confidence=True)
     assert got.fields is not None and set(got.fields) == {"/item", "/quantity"}
     assert got.usage == Usage(50, 4)
-    both = extract(Order, "x", runtime=ScriptedRuntime([_scored(ANSWER)]), confidence=True, details=True)
+    both = extract(Order, "x", runtime=ScriptedRuntime([_scored(ANSWER)]), grounded=False, confidence=True, details=True)
     assert both.fields == got.fields and both.usage == got.usage
 
 
 def test_a_plain_extract_still_gives_the_value() -> None:
-    assert extract(Order, "x", runtime=ScriptedRuntime([ANSWER])) == Order(item="pen", quantity=3)
-    assert extract(Order, "x", runtime=ScriptedRuntime([ANSWER]), details=False) == Order(item="pen", quantity=3)
+    assert extract(Order, "x", runtime=ScriptedRuntime([ANSWER]), grounded=False) == Order(item="pen", quantity=3)
+    assert extract(Order, "x", runtime=ScriptedRuntime([ANSWER]), grounded=False, details=False) == Order(item="pen", quantity=3)
 
 
 async def test_the_async_spelling_gives_details_too() -> None:
-    got = await aextract(Order, "x", runtime=ScriptedRuntime([ANSWER]), details=True)
+    got = await aextract(Order, "x", runtime=ScriptedRuntime([ANSWER]), grounded=False, details=True)
     assert isinstance(got, Extraction) and got.usage.completion_tokens == len(ANSWER)
 
 
 @pytest.mark.parametrize("given_value", [1, "yes", None])
 def test_details_must_be_a_bool(given_value: Any) -> None:
     with pytest.raises(InvalidArgument, match="details"):
-        extract(Order, "x", runtime=ScriptedRuntime([ANSWER]), details=given_value)
+        extract(Order, "x", runtime=ScriptedRuntime([ANSWER]), grounded=False, details=given_value)
 
 
 def test_the_validation_context_reaches_the_validators_and_a_refusal_is_corrected() -> None:
     runtime = ScriptedRuntime(['{"item":"pen","quantity":30}', ANSWER])
-    got = extract(Order, "Pens, please.", runtime=runtime, validation_context={"stock": 5})
+    got = extract(Order, "Pens, please.", runtime=runtime, grounded=False, validation_context={"stock": 5})
     assert got.quantity == 3
     assert "only 5 in stock" in runtime.calls[1].messages[-1]["content"]
     with pytest.raises(OutputValidationError, match="only 2 in stock"):
-        extract(Order, "x", runtime=ScriptedRuntime([ANSWER]), validation_context={"stock": 2}, max_retries=0)
+        extract(Order, "x", runtime=ScriptedRuntime([ANSWER]), grounded=False, validation_context={"stock": 2}, max_retries=0)
 
 
 async def test_the_validation_context_reaches_aextract_and_both_streams() -> None:
     with pytest.raises(OutputValidationError, match="only 2 in stock"):
-        await aextract(Order, "x", runtime=ScriptedRuntime([ANSWER]), validation_context={"stock": 2}, max_retries=0)
+        await aextract(Order, "x", runtime=ScriptedRuntime([ANSWER]), grounded=False, validation_context={"stock": 2}, max_retries=0)
     with pytest.raises(OutputValidationError, match="only 2 in stock"):
-        async for _ in astream_extract(Order, "x", runtime=ScriptedRuntime([ANSWER]), validation_context={"stock": 2}):
+        async for _ in astream_extract(Order, "x", runtime=ScriptedRuntime([ANSWER]), grounded=False, validation_context={"stock": 2}):
             pass
-    values = [v async for v in astream_extract(Order, "x", runtime=FunctionRuntime(lambda m, i: ANSWER),
+    values = [v async for v in astream_extract(Order, "x", runtime=FunctionRuntime(lambda m, i: ANSWER), grounded=False,
                                                 validation_context={"stock": 9})]
     assert values[-1] == Order(item="pen", quantity=3)
 
 
 def test_the_validation_context_reaches_the_sync_stream() -> None:
     with pytest.raises(OutputValidationError, match="only 2 in stock"):
-        list(stream_extract(Order, "x", runtime=ScriptedRuntime([ANSWER]), validation_context={"stock": 2}))
-    assert list(stream_extract(Order, "x", runtime=ScriptedRuntime([ANSWER]), validation_context={"stock": 3}))[-1] \
+        list(stream_extract(Order, "x", runtime=ScriptedRuntime([ANSWER]), grounded=False, validation_context={"stock": 2}))
+    assert list(stream_extract(Order, "x", runtime=ScriptedRuntime([ANSWER]), grounded=False, validation_context={"stock": 3}))[-1] \
         == Order(item="pen", quantity=3)

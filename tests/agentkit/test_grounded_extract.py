@@ -163,13 +163,16 @@ def test_extract_holds_values_to_the_text_only_when_asked():
     from agentkit import UnexpectedModelOutput, extract
     from runtimes.testing import ScriptedRuntime
 
-    assert extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([MADE_UP])).age == 25
-    with pytest.raises(UnexpectedModelOutput):
-        extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([MADE_UP]), grounded=True)
+    assert extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([MADE_UP]), grounded=False).age == 25
+    for mode in (True, "auto"):
+        with pytest.raises(UnexpectedModelOutput):
+            extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([MADE_UP]), grounded=mode)
+    with pytest.raises(UnexpectedModelOutput):  # "auto" is the default
+        extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([MADE_UP]))
     found = extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([RIGHT]), grounded=True, details=True)
     assert found.value == Person(name="Ann Lee", age=31, city="Recife")
     assert {g.path: g.grounded for g in found.grounding} == {"/name": True, "/age": True, "/city": True}
-    assert extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([RIGHT]), details=True).grounding == ()
+    assert extract(Person, PERSON_TEXT, runtime=ScriptedRuntime([RIGHT]), grounded=False, details=True).grounding == ()
 
 
 def test_every_entry_point_takes_grounded():

@@ -78,7 +78,8 @@ class Person(BaseModel):
 
 async def test_astream_extract_grows_then_gives_the_typed_value() -> None:
     answer = '{"name":"Ann Lee","age":31,"tags":["chess","go"],"active":true}'
-    values = [v async for v in astream_extract(Person, "Ann Lee, 31", runtime=ScriptedRuntime([answer]))]
+    values = [v async for v in astream_extract(Person, "Ann Lee, 31", runtime=ScriptedRuntime([answer]),
+                                              grounded=False)]
     *partials, final = values
     assert final == Person(name="Ann Lee", age=31, tags=["chess", "go"], active=True)
     assert partials[0] == {} and partials[-1] == json.loads(answer)
@@ -132,7 +133,8 @@ def test_sync_twins_need_no_event_loop_and_close_when_left() -> None:
     events = list(Agent([get_weather], rt).run_stream_sync("Oslo?"))
     assert isinstance(events[-1], FinalResult) and events[-1].result.output == "Sunny."
     assert any(isinstance(e, TextDelta) for e in events)
-    stream = stream_extract(Person, "x", runtime=ScriptedRuntime(['{"name":"A","age":1,"tags":[],"active":false}']))
+    stream = stream_extract(Person, "x", runtime=ScriptedRuntime(['{"name":"A","age":1,"tags":[],"active":false}']),
+                            grounded=False)
     assert next(stream) == {}
     stream.close()  # leaving early closes the stream
 

@@ -47,7 +47,7 @@ async def test_an_async_prompt_function_is_awaited_and_sees_the_conversation() -
     result = await Agent([], rt, system_prompt=prompt, output_type=Answer).run("Hello")
     assert seen == [("user",)]
     system = result.messages[0]["content"]
-    assert system.startswith("Be brief.\n\n") and "JSON Schema" in system  # the prompt first, then the output's
+    assert system.startswith("Be brief.\n\n") and "JSON value of this form" in system  # the prompt first, then the output's
 
 
 def test_a_prompt_function_that_raises_ends_the_run_before_any_request() -> None:
