@@ -37,6 +37,7 @@ _REWORDED_FORMATS = frozenset({"date-time", "duration"})
 # stand in the text, and holding them was right more often than not.)
 _COMPOSED = re.compile(r"descri|reason|explan|comment|note|sentiment|answer", re.IGNORECASE)
 _NUMBER = re.compile(r"\d")
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
         _visit(sub, f"{pointer}/properties/{_escape(key)}", f"{path}/{_escape(key)}", None, key, "", rule, chosen)
     if isinstance(node.get("items"), dict):
         _visit(node["items"], f"{pointer}/items", f"{path}/*", explicit, name, description, rule, chosen)
+        _bound_held_list(node, rule.text)
     for keyword in ("anyOf", "oneOf"):
         branches = [b for b in node.get(keyword) or () if isinstance(b, dict)]
         # A number that may also be written as a string (pydantic's Decimal): where the number
@@ -136,6 +138,18 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
         chosen[pointer] = (path or "", kind)
     elif own is True:
         node[GROUNDED_KEY] = False
+
+
+def _bound_held_list(node: dict[str, Any], text: str) -> None:
+    """A list of strings held to `text` has at most as many items as the text has distinct
+    words. A small model that repeats one item (`["linen", "linen", ...]`) then closes the list
+    within a few hundred tokens, rather than running the whole document out of its budget."""
+    items = node["items"]
+    words = len(set(_WORD.findall(text.casefold())))
+    if words and items.get(GROUNDED_KEY) is True and _kind(items) == "string":
+        bound, least = node.get("maxItems"), node.get("minItems", 0)
+        held = min(bound, words) if isinstance(bound, int) and not isinstance(bound, bool) else words
+        node["maxItems"] = max(held, least) if isinstance(least, int) and not isinstance(least, bool) else held
 
 
 def _kind(node: dict[str, Any]) -> str | None:

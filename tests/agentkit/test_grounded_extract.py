@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from typing import Annotated, Literal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from agentkit._errors import InvalidArgument
+from agentkit._errors import InvalidArgument, UnexpectedModelOutput
 from agentkit._outputs.grounding import FieldGrounding, check_mode, grounded_grammar, marked_schema
 from agentkit._outputs.output import OutputSpec
 from agentkit._tools.grounded import Grounded
@@ -203,3 +206,34 @@ def test_a_local_decode_writes_spans_of_the_text_and_its_numbers(seed):
         return  # a random model may wander: nothing to check
     assert found.value.name in PERSON_TEXT and found.value.age == 31
     assert found.value.city is None or found.value.city in PERSON_TEXT
+
+
+@given(st.text(alphabet="ab ,", max_size=20), st.integers(0, 6), st.one_of(st.none(), st.integers(0, 9)))
+def test_a_held_list_has_no_more_items_than_the_text_has_distinct_words(text, least, most):
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"},
+                                                        "minItems": least}}}
+    if most is not None:
+        schema["properties"]["tags"]["maxItems"] = most
+    marked, _ = marked_schema(schema, text, True)
+    tags = marked["properties"]["tags"]
+    words = len(set(re.findall(r"\w+", text.casefold())))
+    if words:
+        assert tags["maxItems"] == max(min(words, most if most is not None else words), least)
+    else:
+        assert tags.get("maxItems") == most
+
+
+def test_a_model_repeating_a_held_item_closes_its_list_within_the_bound():
+    from agentkit import extract
+    from runtimes.testing import ScriptedRuntime
+
+    class Product(BaseModel):
+        name: str
+        tags: list[str]
+
+    text = "Linen duvet, tagged linen, bedroom."
+    repeated = '{"name":"Linen duvet","tags":[' + ",".join(['"linen"'] * 5) + "]}"
+    with pytest.raises(UnexpectedModelOutput):
+        extract(Product, text, runtime=ScriptedRuntime([repeated]))
+    four = '{"name":"Linen duvet","tags":[' + ",".join(['"linen"'] * 4) + "]}"
+    assert extract(Product, text, runtime=ScriptedRuntime([four])).tags == ["linen"] * 4
