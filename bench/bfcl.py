@@ -484,7 +484,24 @@ def turn_agent(item: Item, runtime: Any, max_tokens: int, tool_prompt: ToolPromp
     one turn on the item, every call waiting for approval: the turn's calls are read as the
     agent reads them and none runs."""
     return Agent(list(item.tools.values()), runtime, max_steps=1, max_tokens=max_tokens, tool_prompt=tool_prompt,
-                 tool_note=tool_note, requires_approval=lambda call: True, model_settings=model_settings)
+                 tool_note=tool_note, requires_approval=lambda call: True, model_settings=model_settings,
+                 **AGENT_OPTIONS)
+
+
+AGENT_OPTIONS: dict[str, Any] = {}
+"""`--agent-option KEY=VALUE`: more `Agent` options for `--prompt agent` (`grounded_arguments=auto`),
+each measured on the same items as the defaults."""
+
+
+def agent_option(text: str) -> tuple[str, Any]:
+    """`KEY=VALUE`, the value read as JSON where it parses, else as text."""
+    key, eq, raw = text.partition("=")
+    if not eq or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    try:
+        return key, json.loads(raw)
+    except ValueError:
+        return key, raw
 
 
 async def agent_turn(item: Item, runtime: Any, category: str, max_tokens: int, tool_prompt: ToolPrompt,
@@ -608,8 +625,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--think", type=int, metavar="TOKENS",
                         help="ask both runs to reason in <think></think> first; each constrained run opens "
                         "with a reasoning span of at most TOKENS tokens (grammar.after_reasoning)")
+    parser.add_argument("--agent-option", action="append", type=agent_option, default=[], metavar="KEY=VALUE",
+                        help="with --prompt agent: one more Agent option (grounded_arguments=auto); repeatable")
     models.add_model_option(parser)
     args = parser.parse_args(argv)
+    AGENT_OPTIONS.update(args.agent_option)
     if args.prompt == "agent" and (args.variant or args.think is not None):
         parser.error("--variant and --think are for --prompt template or python; the agent's turn is its own")
     if args.tool_note is not None and (args.prompt != "agent" or args.tool_prompt != "json_list"):
@@ -619,6 +639,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runtime = models.runtime(args.model)
     mode = f"agent, tool_prompt={args.tool_prompt}" if args.prompt == "agent" else args.prompt
+    mode += "".join(f", {k}={v}" for k, v in AGENT_OPTIONS.items())
     if note is not None:
         mode += f", tool_note from {args.tool_note}"
     print(f"model: {runtime.name}  envelope: {runtime.tool_call_envelope}  prompt: {mode}  "
