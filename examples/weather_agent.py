@@ -3,8 +3,10 @@
     python examples/weather_agent.py ["What is the weather in Paris, in Fahrenheit?"]
 
 Runs on the embedded default model (SmolLM2-135M on llama.cpp). Every tool call the model
-makes is held by a grammar built from the type hints below, so each one parses and validates;
-whether the model picks sensible arguments is up to the model (a 135M model often does not).
+makes is held by a grammar built from the type hints below, so each one parses and validates,
+and its arguments are held to what the user and the tools wrote (`grounded_arguments=True`):
+the city is one the question names, the temperature converted one a tool returned. Which tool
+the model calls, and what it answers, is still up to the model (a 135M model often errs).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ agent = Agent(
     [get_weather, convert_temperature],
     system_prompt="You are a weather assistant. Use the tools, then answer in one short sentence.",
     tool_choice="required",  # call a tool before answering
+    grounded_arguments=True,  # arguments from the conversation, never from a docstring's example
     max_steps=4,
     max_tokens=160,
 )
