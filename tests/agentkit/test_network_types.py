@@ -33,10 +33,6 @@ VOCAB = Vocabulary.from_tokens(
 WALKS = 60
 
 
-def _walk(compiled: grammar.CompiledGrammar, rng: random.Random) -> object:
-    return json.loads(_walk_text(compiled, rng))
-
-
 def _walk_text(compiled: grammar.CompiledGrammar, rng: random.Random) -> str:
     """A random matcher walk, steered to its shortest completion after a random number of steps."""
     m = grammar.Matcher(compiled)
@@ -52,9 +48,8 @@ def _walk_text(compiled: grammar.CompiledGrammar, rng: random.Random) -> str:
     raise AssertionError("the walk did not finish")
 
 
-@pytest.mark.parametrize("name", TYPES)
-def test_every_value_the_grammar_allows_validates(name):
-    tp = getattr(networks, name)
+def _walks(tp: object, seed: str) -> list[str]:
+    """`WALKS` random documents of the grammar a tool parameter of type `tp` is held to."""
 
     @tool
     def use(value: tp) -> str:  # type: ignore[valid-type]
@@ -62,11 +57,16 @@ def test_every_value_the_grammar_allows_validates(name):
         return str(value)
 
     compiled = grammar.compile(grammar.from_json_schema(use.schema["properties"]["value"]), VOCAB)
+    rng = random.Random(seed)
+    return [_walk_text(compiled, rng) for _ in range(WALKS)]
+
+
+@pytest.mark.parametrize("name", TYPES)
+def test_every_value_the_grammar_allows_validates(name):
+    tp = getattr(networks, name)
     adapter = pydantic.TypeAdapter(tp)
-    rng = random.Random(name)
-    for _ in range(WALKS):
-        value = _walk(compiled, rng)
-        adapter.validate_python(value)  # raises where the grammar let through what pydantic refuses
+    for text in _walks(tp, name):
+        adapter.validate_python(json.loads(text))  # raises where the grammar let through what pydantic refuses
 
 
 DECIMALS = {
@@ -78,18 +78,8 @@ DECIMALS = {
 
 @pytest.mark.parametrize("name", DECIMALS)
 def test_every_decimal_the_grammar_allows_validates(name):
-    tp = DECIMALS[name]
-
-    @tool
-    def price(value: tp) -> str:  # type: ignore[valid-type]
-        """Price a thing."""
-        return str(value)
-
-    compiled = grammar.compile(grammar.from_json_schema(price.schema["properties"]["value"]), VOCAB)
-    adapter = pydantic.TypeAdapter(tp)
-    rng = random.Random(name)
-    for _ in range(WALKS):
-        text = _walk_text(compiled, rng)
+    adapter = pydantic.TypeAdapter(DECIMALS[name])
+    for text in _walks(DECIMALS[name], name):
         value = json.loads(text)
         if isinstance(value, float) and not math.isfinite(value):
             continue  # a number past a float's range (1e999): docs/limits.md, "Decimals"
