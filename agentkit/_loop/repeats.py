@@ -96,10 +96,13 @@ ANSWER_NOW = "Answer the question now, from the tool results above, without call
 without it, small models held to text write out the last tool message rather than an answer."""
 
 
-REUSE_NOTE = "Same result as before:"
-"""What opens the outcome a call answered in an earlier turn is given again. Plain and short:
-small models held to an answer write out the last tool message, and an instruction there
-("use it rather than calling again") became their answer; this leaves them the result."""
+REUSE_NOTE = "(again)"
+"""What opens the outcome a call answered in an earlier turn is given again. A word, no
+sentence: small models held to an answer write out the last tool message, and an instruction
+there ("use it rather than calling again") or a sentence ("Same result as before:") became
+their answer; after "(again)" SmolLM2 writes its own ("The weather in Paris, in Fahrenheit,
+is light rain."), and Qwen2.5-Coder-0.5B's answers on the tune half of `bench.agent_values`
+are the same (8 of 23 either way)."""
 
 
 class CallLedger:

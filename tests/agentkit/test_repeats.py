@@ -67,7 +67,7 @@ async def test_a_call_answered_in_an_earlier_turn_is_not_run_again() -> None:
     first = result.tool_calls[0].call.id
     assert [(r.repeat_of, r.reused) for r in result.tool_calls] == [(None, False), (first, True), (first, True)]
     assert all(r.result == "12 degrees c in Paris" for r in result.tool_calls)
-    assert result.messages[4]["content"] == "Same result as before: 12 degrees c in Paris"
+    assert result.messages[4]["content"] == "(again) 12 degrees c in Paris"
     assert (result.usage.tool_runs, result.usage.repeated_calls) == (1, 2)
 
 

@@ -51,4 +51,4 @@ def test_a_call_answered_in_an_earlier_turn_gets_the_result_with_a_plain_note() 
     result = Agent([get_weather], rt).run_sync("Weather?")
     assert RUNS == ["Paris"]
     again = [m["content"] for m in result.messages if m["role"] == "tool"][-1]
-    assert again == "Same result as before: 12 degrees c in Paris"
+    assert again == "(again) 12 degrees c in Paris"
