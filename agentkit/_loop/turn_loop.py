@@ -100,14 +100,14 @@ class TurnLoop:
         is held to the form of JSON the runtime's model was shown (`OutputSpec.form_for`)."""
         grammars, tools = self.agent._grammars, self._turn_tools(state)
         output = self.agent.output
-        form = tuple(sorted(output.form_for(runtime).items())) if output is not None else ()
+        answer = output.grammar_in(output.form_for(runtime)) if output is not None else None
         if not getattr(runtime, "steers_budget", True):
-            return GroundedTurn(grammars.get(tools, envelopes, kind, budget, form), kind)
+            return GroundedTurn(grammars.get(tools, envelopes, kind, budget, answer), kind)
         mode = state.settings.model.get("grounded_arguments", self.agent.grounded_arguments)
         if not grammars.holds_arguments(tools, mode):
-            return GroundedTurn(grammars.get(tools, envelopes, kind, form=form), kind)
+            return GroundedTurn(grammars.get(tools, envelopes, kind, answer=answer), kind)
         text = conversation_text(state.messages, self.agent._instructions(state.settings.tools))
-        turn = grammars.grounded(tools, envelopes, kind, mode, text, form)
+        turn = grammars.grounded(tools, envelopes, kind, mode, text, answer)
         if turn.ungrounded:
             state.ungrounded_turns.append(state.step)
             logger.info("turn %d: the conversation holds no value for a required argument of %s, and a call is "
