@@ -343,12 +343,24 @@ class _NFA:
 
     def _emit_counted(self, node: Counted, s: int, inlining: tuple[str, ...]) -> int:
         """A state per (automaton state, count) that is reached and can still end, made a count
-        at a time, each move a call of its character emitted once; a count's return states note
+        at a time, each move a call of its character emitted once (or, where counts no longer
+        matter, a byte edge for a one-byte character); a count's return states note
         it as a repeat's do (`counted`, a site per automaton state) where the counts keep the
         same live states (`Liveness.steady`): far from the bound they share masks. With no
         upper bound, the count stops at `min`, whose states loop among themselves."""
         live = liveness(node)
-        bodies = [[(self._called_body(piece, inlining), t) for piece, t in row] for row in node.moves]
+        # Without an upper bound the states loop among themselves and count nothing: a move
+        # whose character is one ASCII byte is a byte edge there, not a call (a closure through
+        # a call and its return costs a search, and a span of a text reads thousands of them).
+        if node.max is None:
+            ascii: dict[Node, tuple[tuple[int, int], ...] | None] = {}  # the pieces recur: each checked once
+            direct = [[ascii[piece] if piece in ascii else ascii.setdefault(piece, _ascii_ranges(piece))
+                       for piece, _ in row] for row in node.moves]
+        else:
+            direct = [[None] * len(row) for row in node.moves]
+        # (The counts below `min` call every character: their bodies are made where any are.)
+        bodies = [[(-1 if d is not None and not node.min else self._called_body(piece, inlining), t)
+                   for (piece, t), d in zip(row, ds)] for row, ds in zip(node.moves, direct)]
         steady = live.steady
         sites = [self._new_site() for _ in node.moves] if steady is not None else None
         end = self.new()
@@ -378,8 +390,8 @@ class _NFA:
             if k1 == k:  # no upper bound, count `min` reached: the states it goes on to loop
                 loop = _closure(_targets(layer, bodies, ahead), bodies, ahead)
                 nxt = self._states(len(loop))
-                self.calls[first : first + len(layer)] = _calls(layer, bodies, ahead, loop, nxt)
-                self.calls[nxt : nxt + len(loop)] = _calls(loop, bodies, ahead, loop, nxt)
+                self._loop_moves(first, layer, bodies, direct, ahead, loop, nxt)
+                self._loop_moves(nxt, loop, bodies, direct, ahead, loop, nxt)
                 for i, q in enumerate(loop):
                     if exits >> q & 1:
                         self.eps[nxt + i] += (end,)
@@ -411,6 +423,27 @@ class _NFA:
             first = self._make_layers(block, following_sites if sites is not None else None, steady, relative,
                                       ending[3] if exits else None, ends, first, len(following), k, j - k)
             layer, k = following, j
+
+    def _loop_moves(self, at: int, states: tuple[int, ...], bodies: list[list[tuple[int, int]]],
+                    direct: list[list[tuple[tuple[int, int], ...] | None]], live: int, into: tuple[int, ...],
+                    first: int) -> None:
+        """The moves of `states` (made from `at` on) into the states of `into` (made from
+        `first` on), where counts no longer matter: a byte edge for a character of one ASCII
+        byte, a call of its body for any other."""
+        index = {t: first + i for i, t in enumerate(into)}
+        for i, q in enumerate(states):
+            calls = []
+            edges = []
+            for (b, t), ranges in zip(bodies[q], direct[q]):
+                if live >> t & 1:
+                    if ranges is None:
+                        calls.append((b, index[t]))
+                    else:
+                        edges.extend([(lo, hi, index[t]) for lo, hi in ranges])
+            self.calls[at + i] = tuple(calls)
+            if edges:  # the states are new: no edges yet
+                self.readers.append(at + i)
+                self.byte_edges[at + i] = tuple(edges)
 
     def _make_layers(self, block: CountedBlock | None, sites: tuple | None, steady: tuple[int, int] | None,
                      relative: list, eps: list | None, ends: int, first: int, next_size: int, k: int, m: int) -> int:
@@ -585,11 +618,13 @@ def _targets(states: tuple[int, ...], bodies: list[list[tuple[int, int]]], live:
     return tuple(sorted({t for q in states for _, t in bodies[q] if live >> t & 1}))
 
 
-def _calls(states: tuple[int, ...], bodies: list[list[tuple[int, int]]], live: int, into: tuple[int, ...],
-           first: int) -> list[tuple[tuple[int, int], ...]]:
-    """The calls of each of `states`: its live moves, into the states of `into` made from `first` on."""
-    at = {t: first + i for i, t in enumerate(into)}
-    return [tuple((b, at[t]) for b, t in bodies[q] if live >> t & 1) for q in states]
+def _ascii_ranges(piece: Node) -> tuple[tuple[int, int], ...] | None:
+    """The byte ranges of a character that is always one ASCII byte, else None."""
+    if type(piece) is Lit and len(piece.text) == 1 and ord(piece.text) < 0x80:
+        return ((ord(piece.text), ord(piece.text)),)
+    if type(piece) is Chars and piece.ranges and piece.ranges[-1][1] < 0x80:
+        return piece.ranges
+    return None
 
 
 def _closure(states: tuple[int, ...], bodies: list[list[tuple[int, int]]], live: int) -> tuple[int, ...]:
