@@ -15,9 +15,11 @@ only ever narrows a field, never widens it, never empties it, never fails a comp
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import cached_property, lru_cache
+from operator import itemgetter
 
 from .._errors import LimitError
 from .._ir import EMPTY, Counted, Node, Ref, Rules, alt, chars, counted, lit, one_char_ranges, seq, walk
@@ -273,9 +275,24 @@ def span_text(dfa: lang.DFA) -> Node:
     """The JSON string texts of `dfa`'s language, as one `Counted` language of encoded
     characters with no length bound: a state per automaton state, made at once, where rules
     (one per state, each encoded again) would cost a hundred times as much to build and to
-    compile. Back ends that cannot count (GBNF) get its empty string only: a sub-language."""
-    moves = [[(_encoded(lo, hi), t) for lo, hi, t in row] for row in dfa.edges]
-    return seq(lit('"'), counted(moves, dfa.final, 0, None, EMPTY), lit('"'))
+    compile. The closing quote is a move of its own, from every final state into the one
+    final state, so the language's end is reached only past it: a state inside a span then
+    holds no way out of its rule, and its closure needs no search. Back ends that cannot
+    count (GBNF) get the empty string only: a sub-language."""
+    end = len(dfa.edges)
+    moves = []
+    pieces: dict[tuple[int, int], Node] = {}  # a source's few characters, each encoded once
+    for q, row in enumerate(dfa.edges):
+        row_moves = [(pieces.get((lo, hi)) or pieces.setdefault((lo, hi), _encoded(lo, hi)), t) for lo, hi, t in row]
+        if dfa.final[q]:  # the quote among the characters in code point order, as the edges go
+            at = bisect_left(row, ord('"'), key=itemgetter(0))
+            row_moves.insert(at, (_QUOTE, end))
+        moves.append(row_moves)
+    moves.append([])
+    return seq(_QUOTE, counted(moves, [False] * end + [True], 0, None, _QUOTE))
+
+
+_QUOTE = lit('"')
 
 
 @lru_cache(maxsize=4096)
