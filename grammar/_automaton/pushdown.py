@@ -12,6 +12,7 @@ from .reading import ReadingMixin
 from .states import (DEAD, FLAT_TAKE, MAX_CLOSURE, MAX_DFA_STATES, MAX_STACK_DEPTH, UNBUILT, Configs, Stack,
                      configurations, stack_depth)
 
+_MANY_CELLS = 256  # unbuilt cells past which a walk groups them by state with numpy, not in Python
 _FEW_CELLS = 4  # successors of one state a vectorised walk computes one by one, not as a row
 
 
@@ -412,14 +413,23 @@ class Automaton(ReadingMixin):
             keys += classes
             nxt = self.table.reshape(-1).take(keys)
         unbuilt = nxt == UNBUILT
-        if np.count_nonzero(unbuilt):
+        n_unbuilt = np.count_nonzero(unbuilt)
+        if n_unbuilt:
             wanted: dict[int, list[int]] = {}
             width = self.n_classes
-            # A set, not np.unique: the cells to build are few, and np.unique's fixed cost is
-            # most of a walk's time.
-            for key in sorted(set((states[unbuilt].astype(np.int64) * width + classes[unbuilt]).tolist())):
-                s, c = divmod(key, width)
-                wanted.setdefault(s, []).append(c)
+            cell_keys = states[unbuilt].astype(np.int64) * width + classes[unbuilt]
+            if n_unbuilt < _MANY_CELLS:
+                # A set, not np.unique: the cells to build are few, and np.unique's fixed cost
+                # is most of a walk's time.
+                for key in sorted(set(cell_keys.tolist())):
+                    s, c = divmod(key, width)
+                    wanted.setdefault(s, []).append(c)
+            else:  # a new grammar's first walks: thousands of cells, hundreds of states
+                cell_keys = np.unique(cell_keys)
+                at, first, count = np.unique(cell_keys // width, return_index=True, return_counts=True)
+                cells_of = (cell_keys % width).tolist()
+                for s, i, n in zip(at.tolist(), first.tolist(), count.tolist()):
+                    wanted[s] = cells_of[i:i + n]
             for s, cells in wanted.items():
                 if len(cells) > _FEW_CELLS:
                     self.build(s)
