@@ -352,15 +352,16 @@ class _NFA:
         # Without an upper bound the states loop among themselves and count nothing: a move
         # whose character is one ASCII byte is a byte edge there, not a call (a closure through
         # a call and its return costs a search, and a span of a text reads thousands of them).
-        if node.max is None:
-            ascii: dict[Node, tuple[tuple[int, int], ...] | None] = {}  # the pieces recur: each checked once
-            direct = [[ascii[piece] if piece in ascii else ascii.setdefault(piece, _ascii_ranges(piece))
-                       for piece, _ in row] for row in node.moves]
-        else:
-            direct = [[None] * len(row) for row in node.moves]
-        # (The counts below `min` call every character: their bodies are made where any are.)
-        bodies = [[(-1 if d is not None and not node.min else self._called_body(piece, inlining), t)
-                   for (piece, t), d in zip(row, ds)] for row, ds in zip(node.moves, direct)]
+        # The same few pieces recur in every row: each is looked at once, by identity (a node's
+        # hash walks its fields).
+        direct_of: dict[int, tuple[tuple[int, int], ...] | None] = {}
+        body_of: dict[int, int] = {}
+        for piece in {id(piece): piece for row in node.moves for piece, _ in row}.values():
+            ranges = direct_of[id(piece)] = _ascii_ranges(piece) if node.max is None else None
+            # (The counts below `min` call every character: their bodies are made where any are.)
+            body_of[id(piece)] = -1 if ranges is not None and not node.min else self._called_body(piece, inlining)
+        direct = [[direct_of[id(piece)] for piece, _ in row] for row in node.moves]
+        bodies = [[(body_of[id(piece)], t) for piece, t in row] for row in node.moves]
         steady = live.steady
         sites = [self._new_site() for _ in node.moves] if steady is not None else None
         end = self.new()
@@ -430,16 +431,21 @@ class _NFA:
         """The moves of `states` (made from `at` on) into the states of `into` (made from
         `first` on), where counts no longer matter: a byte edge for a character of one ASCII
         byte, a call of its body for any other."""
+        # `into` holds every live state a move of `states` reaches: a target outside it is dead
+        # (and a bit test of a long `live` costs as much as the move).
         index = {t: first + i for i, t in enumerate(into)}
         for i, q in enumerate(states):
             calls = []
             edges = []
             for (b, t), ranges in zip(bodies[q], direct[q]):
-                if live >> t & 1:
+                target = index.get(t)
+                if target is not None:
                     if ranges is None:
-                        calls.append((b, index[t]))
+                        calls.append((b, target))
+                    elif len(ranges) == 1:
+                        edges.append((ranges[0][0], ranges[0][1], target))
                     else:
-                        edges.extend([(lo, hi, index[t]) for lo, hi in ranges])
+                        edges.extend([(lo, hi, target) for lo, hi in ranges])
             self.calls[at + i] = tuple(calls)
             if edges:  # the states are new: no edges yet
                 self.readers.append(at + i)
@@ -618,6 +624,11 @@ def _targets(states: tuple[int, ...], bodies: list[list[tuple[int, int]]], live:
     return tuple(sorted({t for q in states for _, t in bodies[q] if live >> t & 1}))
 
 
+def _bits(x: int) -> bytes:
+    """The bits of `x` as bytes, lowest first (a test of one costs no shift of a long number)."""
+    return bin(x)[:1:-1].encode()
+
+
 def _ascii_ranges(piece: Node) -> tuple[tuple[int, int], ...] | None:
     """The byte ranges of a character that is always one ASCII byte, else None."""
     if type(piece) is Lit and len(piece.text) == 1 and ord(piece.text) < 0x80:
@@ -631,9 +642,11 @@ def _closure(states: tuple[int, ...], bodies: list[list[tuple[int, int]]], live:
     """`states` and the live states their moves reach, again and again, in order."""
     found = set(states)
     todo = list(states)
+    bits = _bits(live)
+    n = len(bits)
     while todo:
         for _, t in bodies[todo.pop()]:
-            if live >> t & 1 and t not in found:
+            if t < n and bits[t] == 49 and t not in found:  # (49: the bit is "1")
                 found.add(t)
                 todo.append(t)
     return tuple(sorted(found))
