@@ -428,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"repeatable; one of {', '.join(ENGINES)} (default: all three)")
     parser.add_argument("--split", choices=("measure", "tune", "all"), default="measure")
     parser.add_argument("--limit", type=int, default=None, help="at most this many texts, spread over the schemas")
+    parser.add_argument("--schema", action="append", choices=sorted(MODELS), default=None,
+                        help="only this schema's texts (repeatable; default: every schema)")
     parser.add_argument("--concurrency", type=int, default=1,
                         help="texts in flight at once, batched by the runtime (agentkit and free; default 1)")
     parser.add_argument("--json", help="write every document's verdict and answer here")
@@ -450,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
             engines.append(build_engine(spec, runtime, model_path))
         except EngineUnavailable as exc:
             print(f"{spec}: unavailable: {exc}", file=sys.stderr)
-    cases = select(args.split, args.limit)
+    cases = select(args.split, args.limit, [c for c in CASES if args.schema is None or c.schema in args.schema])
     print(f"model: {runtime.name}  split: {args.split} ({len(cases)} texts)  max_tokens: {MAX_TOKENS}  "
           f"concurrency: {args.concurrency}  instructions: {DEFAULT_INSTRUCTIONS!r} + the schema as {args.prompt}")
     results, walls = asyncio.run(measure(engines, cases, max(1, args.concurrency)))
