@@ -50,7 +50,7 @@ class Grounding:
     @cached_property
     def substrings(self) -> lang.DFA:
         """Every substring of the source, the empty one included."""
-        return suffix_automaton(self.source)
+        return suffix_automaton(self.source, word_ends(self.source))
 
     @cached_property
     def numbers(self) -> tuple[Decimal, ...]:
@@ -62,6 +62,23 @@ class Grounding:
         """The dates and times the source writes, in ISO spellings (`2025-03-14`, `14:00`):
         values a grounded string may take besides the source's spans."""
         return tuple(written_dates(self.source) + written_times(self.source))
+
+
+# A letter or digit of a script written with spaces between words (not CJK's), and the offsets
+# inside a word: between two such, or before a mark that joins two parts of one (an email's dot,
+# `K-4410`'s hyphen).
+_LETTER = r"[^\W_\u2E80-\U0010FFFF]"
+_INSIDE_WORD = re.compile(rf"(?<={_LETTER})(?={_LETTER}|[.\-'@_/+]{_LETTER})")
+
+
+def word_ends(source: str) -> list[bool]:
+    """Per end offset of `source`, whether a span may end there: not inside a word, nor at a
+    mark that joins two parts of one (`maria.gonzalez@correo.mx`, `K-4410`): a small model
+    closes a span early, mid-word ("Sach") or at an email's first dot."""
+    out = [True] * (len(source) + 1)
+    for match in _INSIDE_WORD.finditer(source):
+        out[match.start()] = False
+    return out
 
 
 # Why a field kept its plain grammar where the source holds no value for it (a source or a

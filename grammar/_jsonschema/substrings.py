@@ -9,13 +9,19 @@ language.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .lang import DFA, Edges
 
 _SURROGATES = (0xD800, 0xDFFF)  # no UTF-8 text holds one, so no JSON string written here does
 
 
-def suffix_automaton(source: str) -> DFA:
+def suffix_automaton(source: str, ends: Sequence[bool] | None = None) -> DFA:
     """The DFA of every substring of `source` (the empty one included), state 0 the start.
+
+    With `ends` (one flag per end offset 0..len(source)), only the substrings with some
+    occurrence ending at an offset flagged: a state is final where one of its end positions is
+    (found up the suffix links, which hold each state's end positions).
 
     A span never holds a lone surrogate (its string could not be written as UTF-8 JSON): the
     moves that read one are left out, which leaves out exactly the spans that hold one.
@@ -23,13 +29,15 @@ def suffix_automaton(source: str) -> DFA:
     nexts: list[dict[int, int]] = [{}]
     link = [-1]
     length = [0]
+    own = [True]  # whether a state ends at a flagged offset itself (the empty string: kept)
     last = 0
-    for ch in source:
+    for i, ch in enumerate(source):
         c = ord(ch)
         cur = len(nexts)
         nexts.append({})
         length.append(length[last] + 1)
         link.append(0)
+        own.append(ends is None or ends[i + 1])
         p = last
         while p != -1 and c not in nexts[p]:
             nexts[p][c] = cur
@@ -43,6 +51,7 @@ def suffix_automaton(source: str) -> DFA:
                 nexts.append(dict(nexts[q]))
                 length.append(length[p] + 1)
                 link.append(link[q])
+                own.append(False)
                 while p != -1 and nexts[p].get(c) == q:
                     nexts[p][c] = clone
                     p = link[p]
@@ -51,4 +60,12 @@ def suffix_automaton(source: str) -> DFA:
     edges: list[Edges] = [
         [(c, c, moves[c]) for c in sorted(moves) if not _SURROGATES[0] <= c <= _SURROGATES[1]] for moves in nexts
     ]
-    return DFA(edges, [True] * len(nexts))
+    if ends is None:
+        return DFA(edges, [True] * len(nexts))
+    final = [False] * len(nexts)
+    final[0] = True
+    for q, flagged in enumerate(own):
+        while flagged and not final[q]:  # up the links, each state marked once
+            final[q] = True
+            q = link[q]
+    return DFA(edges, final)

@@ -46,7 +46,7 @@ def _scored(text: str) -> Generation:
 
 def test_details_gives_the_value_text_and_usage_without_scores() -> None:
     runtime = ScriptedRuntime([ANSWER])
-    got = extract(Order, "Three pens.", runtime=runtime, details=True)
+    got = extract(Order, "Three pens.", runtime=runtime, details=True, grounded=False)
     assert isinstance(got, Extraction)
     assert got.value == Order(item="pen", quantity=3) and got.text == ANSWER
     assert got.fields is None and got.missing is not None and "confidence" in got.missing
@@ -59,7 +59,7 @@ def test_details_gives_the_value_text_and_usage_without_scores() -> None:
 def test_the_usage_counts_every_correction(refused: int) -> None:
     bad = '{"item":"pen","quantity":30}'
     runtime = ScriptedRuntime([bad] * refused + [ANSWER])
-    got = extract(Order, "Three pens.", runtime=runtime, details=True, max_retries=3, validation_context={"stock": 5})
+    got = extract(Order, "Three pens.", runtime=runtime, details=True, grounded=False, max_retries=3, validation_context={"stock": 5})
     assert got.value.quantity == 3
     assert got.usage.completion_tokens == refused * len(bad) + len(ANSWER)
     prompts = [len(c.messages) for c in runtime.calls]

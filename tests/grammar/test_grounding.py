@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 
 import grammar
 from grammar import Grounding, Vocabulary, from_json_schema
-from grammar._jsonschema.grounding import numbers_in
+from grammar._jsonschema.grounding import numbers_in, word_ends
 from grammar._jsonschema.substrings import suffix_automaton
 from ir_sampling import sentence
 
@@ -38,12 +38,43 @@ def substrings(text: str) -> set[str]:
     return {text[i:j] for i in range(len(text) + 1) for j in range(i, len(text) + 1)}
 
 
+def spans_of(text: str) -> set[str]:
+    """The substrings a grounded string may be: those ending where a word ends (and the empty one)."""
+    ends = word_ends(text)
+    return {text[i:j] for i in range(len(text) + 1) for j in range(i, len(text) + 1) if i == j or ends[j]}
+
+
 @given(st.text(st.sampled_from(ALPHABET), max_size=30), st.text(st.sampled_from(ALPHABET), max_size=6))
 def test_the_suffix_automaton_reads_exactly_the_substrings(source, probe):
     dfa = suffix_automaton(source)
     assert dfa.size <= max(1, 2 * len(source) - 1) + 1
     for text in substrings(source) | {probe}:
         assert dfa.matches(text) == (text in source)
+
+
+@given(st.text(st.sampled_from(ALPHABET), max_size=30), st.data())
+def test_with_ends_the_automaton_reads_the_substrings_with_an_occurrence_ending_at_one(source, data):
+    ends = data.draw(st.lists(st.booleans(), min_size=len(source) + 1, max_size=len(source) + 1))
+    dfa = suffix_automaton(source, ends)
+    for text in substrings(source):
+        ending = any(source.startswith(text, j - len(text)) and ends[j] for j in range(len(text), len(source) + 1))
+        assert dfa.matches(text) == (text == "" or ending)
+
+
+@pytest.mark.parametrize("cut, whole", [
+    ("maria", "maria.gonzalez@correo.mx"), ("maria.gonzalez@correo", "maria.gonzalez@correo.mx"),
+    ("Sach", "Sachs"), ("K", "K-4410"), ("O", "O'Brien"), ("Ann Le", "Ann Lee"),
+])
+def test_a_span_ends_where_a_word_ends_not_inside_one_nor_at_a_mark_joining_its_parts(cut, whole):
+    g = from_json_schema(grounded({"type": "string"}),
+                         grounding=Grounding(f"Write to {whole}. Later: {whole}, and {whole}!"))
+    assert g.accepts(json.dumps(whole)) and not g.accepts(json.dumps(cut))
+    assert g.accepts(json.dumps(f"{whole}.")) and g.accepts(json.dumps(f"Write to {whole}"))
+
+
+def test_a_span_of_a_text_without_spaces_between_words_may_end_anywhere():
+    g = from_json_schema(grounded({"type": "string"}), grounding=Grounding("東京都に住んでいます。"))
+    assert g.accepts(json.dumps("東京", ensure_ascii=False)) and g.accepts(json.dumps("東京都", ensure_ascii=False))
 
 
 @st.composite
@@ -67,7 +98,7 @@ def test_a_grounded_string_is_a_span_the_plain_grammar_accepts_or_the_plain_gram
     (note,) = g.grounding
     assert note.kind == "string" and note.pointer == ""
     validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
-    spans = substrings(source)
+    spans = spans_of(source)
     # Every span the schema allows is written as json.dumps writes it; nothing else, when held.
     fits = [s for s in spans if validator.is_valid(s)]
     if note.grounded:
@@ -128,7 +159,7 @@ def test_a_span_is_written_as_json_writes_it_non_ascii_as_itself():
     for span in ['"hi\\there"', "said \"hi", "\n", "café", "\x01.", source]:
         assert g.accepts(json.dumps(span, ensure_ascii=False)), span
     assert not g.accepts(json.dumps("café", ensure_ascii=True))  # \u00e9: another spelling
-    assert g.accepts('"caf"')  # a prefix of a word is a span too
+    assert not g.accepts('"caf"')  # a span ends where a word ends
     assert not g.accepts(json.dumps("cafe"))
 
 
