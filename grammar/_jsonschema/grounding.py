@@ -50,7 +50,7 @@ class Grounding:
     @cached_property
     def substrings(self) -> lang.DFA:
         """Every substring of the source, the empty one included."""
-        return suffix_automaton(self.source, word_ends(self.source))
+        return suffix_automaton(self.source, word_ends(self.source), clause_break)
 
     @cached_property
     def numbers(self) -> tuple[Decimal, ...]:
@@ -73,12 +73,28 @@ _INSIDE_WORD = re.compile(rf"(?<={_LETTER})(?={_LETTER}|[.\-'@_/+]{_LETTER})")
 
 def word_ends(source: str) -> list[bool]:
     """Per end offset of `source`, whether a span may end there: not inside a word, nor at a
-    mark that joins two parts of one (`maria.gonzalez@correo.mx`, `K-4410`): a small model
-    closes a span early, mid-word ("Sach") or at an email's first dot."""
+    mark that joins two parts of one (`maria.gonzalez@correo.mx`, `K-4410`), nor just after
+    a mark that ends a clause (`Zürich,`): a small model closes a span early, mid-word ("Sach")
+    or at an email's first dot."""
     out = [True] * (len(source) + 1)
     for match in _INSIDE_WORD.finditer(source):
         out[match.start()] = False
+    for match in _CLAUSE_END.finditer(source):
+        out[match.end()] = False
     return out
+
+
+_CLAUSE_MARKS = frozenset(map(ord, ",;!?"))  # (not a colon: "Kickoff: Project Łódź" is one title)
+_CLAUSE_END = re.compile(r"[,;](?=\s|$)")
+_LINE_BREAKS = frozenset(map(ord, "\n\r\u2028\u2029"))
+
+
+def clause_break(before: int, after: int) -> bool:
+    """Whether a span may not read `after` right after `before`: a blank after a mark that ends
+    a clause (", ", "; ", "! ", "? "), or a line break anywhere. A small model held to
+    the text goes on copying past a value's end ("Av. Paulista 1578, São Paulo, 01310-100"):
+    a value is a part of one clause of one line."""
+    return after in _LINE_BREAKS or (before in _CLAUSE_MARKS and chr(after).isspace())
 
 
 # Why a field kept its plain grammar where the source holds no value for it (a source or a

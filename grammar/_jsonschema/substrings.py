@@ -9,19 +9,22 @@ language.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .lang import DFA, Edges
 
 _SURROGATES = (0xD800, 0xDFFF)  # no UTF-8 text holds one, so no JSON string written here does
 
 
-def suffix_automaton(source: str, ends: Sequence[bool] | None = None) -> DFA:
+def suffix_automaton(source: str, ends: Sequence[bool] | None = None,
+                     apart: Callable[[int, int], bool] | None = None) -> DFA:
     """The DFA of every substring of `source` (the empty one included), state 0 the start.
 
     With `ends` (one flag per end offset 0..len(source)), only the substrings with some
     occurrence ending at an offset flagged: a state is final where one of its end positions is
-    (found up the suffix links, which hold each state's end positions).
+    (found up the suffix links, which hold each state's end positions). With `apart`, only
+    those that never read code point b right after a where `apart(a, b)` (a is -1 at the
+    start): every string of a state ends with the same character, so that is a move left out.
 
     A span never holds a lone surrogate (its string could not be written as UTF-8 JSON): the
     moves that read one are left out, which leaves out exactly the spans that hold one.
@@ -30,6 +33,7 @@ def suffix_automaton(source: str, ends: Sequence[bool] | None = None) -> DFA:
     link = [-1]
     length = [0]
     own = [True]  # whether a state ends at a flagged offset itself (the empty string: kept)
+    read = [-1]  # the character every string of a state ends with
     last = 0
     for i, ch in enumerate(source):
         c = ord(ch)
@@ -38,6 +42,7 @@ def suffix_automaton(source: str, ends: Sequence[bool] | None = None) -> DFA:
         length.append(length[last] + 1)
         link.append(0)
         own.append(ends is None or ends[i + 1])
+        read.append(c)
         p = last
         while p != -1 and c not in nexts[p]:
             nexts[p][c] = cur
@@ -52,13 +57,16 @@ def suffix_automaton(source: str, ends: Sequence[bool] | None = None) -> DFA:
                 length.append(length[p] + 1)
                 link.append(link[q])
                 own.append(False)
+                read.append(c)
                 while p != -1 and nexts[p].get(c) == q:
                     nexts[p][c] = clone
                     p = link[p]
                 link[q] = link[cur] = clone
         last = cur
     edges: list[Edges] = [
-        [(c, c, moves[c]) for c in sorted(moves) if not _SURROGATES[0] <= c <= _SURROGATES[1]] for moves in nexts
+        [(c, c, moves[c]) for c in sorted(moves)
+         if not _SURROGATES[0] <= c <= _SURROGATES[1] and not (apart is not None and apart(a, c))]
+        for a, moves in zip(read, nexts)
     ]
     if ends is None:
         return DFA(edges, [True] * len(nexts))

@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 
 import grammar
 from grammar import Grounding, Vocabulary, from_json_schema
-from grammar._jsonschema.grounding import numbers_in, word_ends
+from grammar._jsonschema.grounding import clause_break, numbers_in, word_ends
 from grammar._jsonschema.substrings import suffix_automaton
 from ir_sampling import sentence
 
@@ -39,9 +39,15 @@ def substrings(text: str) -> set[str]:
 
 
 def spans_of(text: str) -> set[str]:
-    """The substrings a grounded string may be: those ending where a word ends (and the empty one)."""
+    """The substrings a grounded string may be: those ending where a word ends, within one
+    clause of one line (and the empty one)."""
     ends = word_ends(text)
-    return {text[i:j] for i in range(len(text) + 1) for j in range(i, len(text) + 1) if i == j or ends[j]}
+    return {text[i:j] for i in range(len(text) + 1) for j in range(i, len(text) + 1)
+            if i == j or (ends[j] and within_a_clause(text[i:j]))}
+
+
+def within_a_clause(span: str) -> bool:
+    return not any(clause_break(a, ord(b)) for a, b in zip([-1, *map(ord, span)], span))
 
 
 @given(st.text(st.sampled_from(ALPHABET), max_size=30), st.text(st.sampled_from(ALPHABET), max_size=6))
@@ -59,6 +65,26 @@ def test_with_ends_the_automaton_reads_the_substrings_with_an_occurrence_ending_
     for text in substrings(source):
         ending = any(source.startswith(text, j - len(text)) and ends[j] for j in range(len(text), len(source) + 1))
         assert dfa.matches(text) == (text == "" or ending)
+
+
+@given(st.text(st.sampled_from(ALPHABET), max_size=30), st.sets(st.tuples(st.sampled_from(ALPHABET), st.sampled_from(ALPHABET))))
+def test_apart_leaves_out_exactly_the_substrings_that_read_a_pair_in_a_row(source, pairs):
+    dfa = suffix_automaton(source, apart=lambda a, b: (chr(a) if a >= 0 else "", chr(b)) in pairs)
+    for text in substrings(source):
+        assert dfa.matches(text) == (text == "" or not any((a, b) in pairs for a, b in zip(text, text[1:])))
+
+
+@pytest.mark.parametrize("value, longer", [
+    ("Av. Paulista 1578", "Av. Paulista 1578, São Paulo"), ("Zürich", "Zürich,"), ("Kickoff: Project Łódź", None),
+    ("1,249.00", None), ("Anna Müller", "Anna Müller\nHauptstraße 5"), ("Really", "Really? Yes"),
+])
+def test_a_span_stays_within_one_clause_of_one_line(value, longer):
+    text = "Ship to Anna Müller\nHauptstraße 5, Av. Paulista 1578, São Paulo. Zürich, 1,249.00 each. " \
+           "Kickoff: Project Łódź. Really? Yes."
+    g = from_json_schema(grounded({"type": "string"}), grounding=Grounding(text))
+    assert g.accepts(json.dumps(value, ensure_ascii=False))
+    if longer is not None:
+        assert not g.accepts(json.dumps(longer, ensure_ascii=False))
 
 
 @pytest.mark.parametrize("cut, whole", [
@@ -156,8 +182,9 @@ def test_a_token_walk_under_a_grounded_object_writes_spans_and_source_numbers(so
 def test_a_span_is_written_as_json_writes_it_non_ascii_as_itself():
     source = 'He said "hi\\there"\nthen\tleft: café\x01.'
     g = from_json_schema(grounded({"type": "string"}), grounding=Grounding(source))
-    for span in ['"hi\\there"', "said \"hi", "\n", "café", "\x01.", source]:
+    for span in ['"hi\\there"', "said \"hi", "\t", "café", "\x01.", "then\tleft: café\x01."]:
         assert g.accepts(json.dumps(span, ensure_ascii=False)), span
+    assert not g.accepts(json.dumps("\n")) and not g.accepts(json.dumps(source))  # one line
     assert not g.accepts(json.dumps("café", ensure_ascii=True))  # \u00e9: another spelling
     assert not g.accepts('"caf"')  # a span ends where a word ends
     assert not g.accepts(json.dumps("cafe"))
