@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import gc
 import json
+import re
 import statistics
 import sys
 import time
@@ -58,10 +59,14 @@ def texts(n: int, chars: int) -> list[str]:
     return [(whole + " " + whole)[i * step: i * step + chars] for i in range(n)]
 
 
+# Runs of words of letters, one blank apart, that end where a word ends: spans of one clause.
+_PHRASE = re.compile(r"(?<!\S)[^\W\d_]+(?: [^\W\d_]+)*(?=[\s,;!?]|[.](?![^\W_])|$)")
+
+
 def document(text: str, seed: int) -> str:
     """A value of `SCHEMA` whose strings are spans of `text` and whose numbers it writes."""
-    words = text.split(" ")
-    pick = lambda k, n: " ".join(words[(seed * 7 + k) % max(1, len(words) - n):][:n])  # noqa: E731
+    phrases = [m.group().split(" ") for m in _PHRASE.finditer(text)] or [["x"]]
+    pick = lambda k, n: " ".join(phrases[(seed * 7 + k) % len(phrases)][:n])  # noqa: E731
     numbers = grammar.Grounding(text).numbers or (0,)
     integer = next((int(v) for v in numbers if v == int(v)), 0)
     value = {"customer": pick(1, 2), "item": pick(5, 3), "quantity": integer,
