@@ -30,6 +30,7 @@ from .strings import encode, quoted
 from .substrings import suffix_automaton
 from .vocabulary import NUMBERS, _ANY_DECODED
 from .written_dates import written_dates, written_times
+from .written_numbers import written_numbers
 
 # Characters of a source past which its spans are not grounded (the automaton's rules, about
 # one per character, would crowd the rule limit; a compile this large is past any latency goal).
@@ -54,8 +55,9 @@ class Grounding:
 
     @cached_property
     def numbers(self) -> tuple[Decimal, ...]:
-        """The numbers the source writes, in order, each once."""
-        return tuple(dict.fromkeys(numbers_in(self.source)))
+        """The numbers the source writes, each once: in digits, in order, then in words ("a
+        dozen" is 12)."""
+        return tuple(dict.fromkeys(numbers_in(self.source) + written_numbers(self.source)))
 
     @cached_property
     def spelled(self) -> tuple[str, ...]:
