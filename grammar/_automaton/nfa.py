@@ -391,8 +391,8 @@ class _NFA:
             if k1 == k:  # no upper bound, count `min` reached: the states it goes on to loop
                 loop = _closure(_targets(layer, bodies, ahead), bodies, ahead)
                 nxt = self._states(len(loop))
-                self._loop_moves(first, layer, bodies, direct, ahead, loop, nxt)
-                self._loop_moves(nxt, loop, bodies, direct, ahead, loop, nxt)
+                self._loop_moves(first, layer, bodies, direct, loop, nxt)
+                self._loop_moves(nxt, loop, bodies, direct, loop, nxt)
                 for i, q in enumerate(loop):
                     if exits >> q & 1:
                         self.eps[nxt + i] += (end,)
@@ -426,13 +426,12 @@ class _NFA:
             layer, k = following, j
 
     def _loop_moves(self, at: int, states: tuple[int, ...], bodies: list[list[tuple[int, int]]],
-                    direct: list[list[tuple[tuple[int, int], ...] | None]], live: int, into: tuple[int, ...],
+                    direct: list[list[tuple[tuple[int, int], ...] | None]], into: tuple[int, ...],
                     first: int) -> None:
         """The moves of `states` (made from `at` on) into the states of `into` (made from
         `first` on), where counts no longer matter: a byte edge for a character of one ASCII
         byte, a call of its body for any other."""
-        # `into` holds every live state a move of `states` reaches: a target outside it is dead
-        # (and a bit test of a long `live` costs as much as the move).
+        # `into` holds every live state a move of `states` reaches: a target outside it is dead.
         index = {t: first + i for i, t in enumerate(into)}
         for i, q in enumerate(states):
             calls = []

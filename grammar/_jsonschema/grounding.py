@@ -1,10 +1,12 @@
 """Grounded values: a string held to a span of a source text, a number to one the text writes.
 
 A subschema marked `"grounded": true` (`GROUNDED`), compiled with a `Grounding`, gets as its
-string language the source's substrings (`substrings.suffix_automaton`) intersected with its own
-lengths, pattern and format, written through the JSON-escaping homomorphism like every string;
-and as its numbers the values the source writes (`numbers_in`: thousands separators and decimal
-commas read), each in the spellings the field's plain grammar accepts. A grounded string may
+string language the source's spans (its substrings that end where a word ends, within one
+clause of one line: `substrings.suffix_automaton`) intersected with its own lengths, pattern
+and format, written through the JSON-escaping homomorphism like every string; and as its
+numbers the values the source writes (`numbers_in`: thousands separators and decimal commas
+read; `written_numbers`: "two", "a dozen"), each in the spellings the field's plain grammar
+accepts. A grounded string may
 also be a date or time the source writes in other words, in its ISO spelling
 (`written_dates`). Marked `"grounded":
 "numbers"`, its strings are those numbers' spellings (a decimal written as a string). Where the two cannot be
@@ -22,7 +24,7 @@ from functools import cached_property, lru_cache
 from operator import itemgetter
 
 from .._errors import LimitError
-from .._ir import EMPTY, Counted, Node, Ref, Rules, alt, chars, counted, lit, one_char_ranges, seq, walk
+from .._ir import Counted, Node, Ref, Rules, alt, chars, counted, lit, one_char_ranges, seq, walk
 from . import lang
 from .facets import Facets
 from .limits import MAX_RULES
@@ -50,7 +52,8 @@ class Grounding:
 
     @cached_property
     def substrings(self) -> lang.DFA:
-        """Every substring of the source, the empty one included."""
+        """The source's spans: its substrings that end where a word ends, within one clause of
+        one line (`word_ends`, `clause_break`), the empty one included."""
         return suffix_automaton(self.source, word_ends(self.source), clause_break)
 
     @cached_property
