@@ -14,6 +14,8 @@ from __future__ import annotations
 import datetime
 import re
 
+from .written_numbers import CARDINALS
+
 _MONTHS = {
     name: n for n, names in enumerate(
         [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
@@ -28,7 +30,7 @@ _ORDINAL_WORDS = {
 }
 _ORDINAL_WORDS.update({f"twenty-{w}": 20 + n for w, n in list(_ORDINAL_WORDS.items())[:9]})
 _ORDINAL_WORDS.update({"thirtieth": 30, "thirty-first": 31})
-_HOUR_WORDS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten eleven twelve".split(), 1)}
+_HOUR_WORDS = {w: n for w, n in CARDINALS.items() if 1 <= n <= 12}
 
 _MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?|(?P<dayword>" + "|".join(sorted(_ORDINAL_WORDS, key=len, reverse=True)) + ")"

@@ -13,17 +13,22 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-_UNITS = {w: n for n, w in enumerate(
+CARDINALS = {w: n for n, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
     "sixteen seventeen eighteen nineteen".split())}
+"""The cardinals below twenty by their English words (also a clock's hours: `written_dates`)."""
 _TENS = {w: n for n, w in zip(range(20, 100, 10), "twenty thirty forty fifty sixty seventy eighty ninety".split())}
 _DOZENS = {"half a dozen": 6, "a dozen": 12, "dozen": 12}
 
-_UNIT = "|".join(sorted(_UNITS, key=len, reverse=True))
+
+def _either(words) -> str:
+    return "|".join(sorted(words, key=len, reverse=True))  # the longest first: "half a dozen" before "a dozen"
+
+
 _NUMBER = re.compile(
-    r"\b(?:(?P<dozens>half a dozen|a dozen|dozen)"
-    rf"|(?P<tens>{'|'.join(_TENS)})(?:[- ](?P<unit>{'|'.join(w for w in _UNITS if 0 < _UNITS[w] < 10)}))?"
-    rf"|(?P<alone>{_UNIT}))\b",
+    rf"\b(?:(?P<dozens>{_either(_DOZENS)})"
+    rf"|(?P<tens>{_either(_TENS)})(?:[- ](?P<unit>{_either(w for w, n in CARDINALS.items() if 0 < n < 10)}))?"
+    rf"|(?P<alone>{_either(CARDINALS)}))\b",
     re.IGNORECASE)
 
 
@@ -34,8 +39,9 @@ def written_numbers(text: str) -> list[Decimal]:
         if match.group("dozens"):
             value = _DOZENS[match.group("dozens").lower()]
         elif match.group("tens"):
-            value = _TENS[match.group("tens").lower()] + (_UNITS[match.group("unit").lower()] if match.group("unit") else 0)
+            unit = match.group("unit")
+            value = _TENS[match.group("tens").lower()] + (CARDINALS[unit.lower()] if unit else 0)
         else:
-            value = _UNITS[match.group("alone").lower()]
+            value = CARDINALS[match.group("alone").lower()]
         out.append(Decimal(value))
     return out
