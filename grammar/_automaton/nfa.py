@@ -620,12 +620,13 @@ def _ending(layer: tuple[int, ...], exits: int, end: int) -> tuple[int, list[tup
 
 def _targets(states: tuple[int, ...], bodies: list[list[tuple[int, int]]], live: int) -> tuple[int, ...]:
     """The live states the moves of `states` go to, in order."""
-    return tuple(sorted({t for q in states for _, t in bodies[q] if live >> t & 1}))
+    alive = _members(live)
+    return tuple(sorted({t for q in states for _, t in bodies[q] if t in alive}))
 
 
-def _bits(x: int) -> bytes:
-    """The bits of `x` as bytes, lowest first (a test of one costs no shift of a long number)."""
-    return bin(x)[:1:-1].encode()
+def _members(x: int) -> set[int]:
+    """The positions of `x`'s set bits (a test of one then costs no shift of a long number)."""
+    return {i for i, bit in enumerate(reversed(bin(x)[2:])) if bit == "1"}
 
 
 def _ascii_ranges(piece: Node) -> tuple[tuple[int, int], ...] | None:
@@ -641,11 +642,10 @@ def _closure(states: tuple[int, ...], bodies: list[list[tuple[int, int]]], live:
     """`states` and the live states their moves reach, again and again, in order."""
     found = set(states)
     todo = list(states)
-    bits = _bits(live)
-    n = len(bits)
+    alive = _members(live)
     while todo:
         for _, t in bodies[todo.pop()]:
-            if t < n and bits[t] == 49 and t not in found:  # (49: the bit is "1")
+            if t in alive and t not in found:
                 found.add(t)
                 todo.append(t)
     return tuple(sorted(found))
