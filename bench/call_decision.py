@@ -27,7 +27,6 @@ from typing import Any
 
 import grammar
 from agentkit import Agent
-from agentkit._messages import CALL_WHITESPACE, call_envelopes
 from bench import models
 from bench.agent_values import select
 from bench.values_world import KINDS, TOOLS, Request
@@ -60,11 +59,12 @@ class _Probed(Exception):
 
 class FirstRequest(Runtime):
     """`inner`, whose first request of a run is probed (`FirstRequest.seen`) and the run
-    stopped, so the agent builds the request exactly as it would for the model."""
+    stopped, so the agent builds the request exactly as it would for the model; `calls` is
+    the agent's turn held to calls."""
 
-    def __init__(self, inner: Runtime, calls: grammar.Grammar):
+    def __init__(self, inner: Runtime):
         self.inner = inner
-        self.calls = calls
+        self.calls: grammar.Grammar | None = None
         self.name = inner.name
         self.tool_call_envelope = inner.tool_call_envelope
         self.json_separators = inner.json_separators
@@ -84,15 +84,10 @@ class FirstRequest(Runtime):
         raise NotImplementedError("the probe answers whole requests only")
 
 
-def calls_grammar(runtime: Runtime) -> grammar.Grammar:
-    """A turn that must call one of the tools, in the envelopes the agent reads from this runtime."""
-    return grammar.tool_calls([t.tool_schema() for t in TOOLS], envelope=call_envelopes(runtime.tool_call_envelope),
-                              lenient=True, whitespace=CALL_WHITESPACE)
-
-
 async def first_steps(runtime: Runtime, requests: Sequence[Request]) -> list[FirstStep]:
-    probe = FirstRequest(runtime, calls_grammar(runtime))
+    probe = FirstRequest(runtime)
     agent: Agent[Any] = Agent(list(TOOLS), runtime=probe)
+    probe.calls = agent.turn_grammar(runtime.tool_call_envelope, "calls")
     found = []
     for request in requests:
         probe.seen = None
