@@ -74,6 +74,11 @@ class Grounding:
 # `K-4410`'s hyphen).
 _LETTER = r"[^\W_\u2E80-\U0010FFFF]"
 _INSIDE_WORD = re.compile(rf"(?<={_LETTER})(?={_LETTER}|[.\-'@_/+]{_LETTER})")
+# The marks that end a clause where a blank follows (a span reads no blank after one, and ends
+# on none of the first two), and the line breaks a span never reads.
+_CLAUSE_MARKS = frozenset(map(ord, ",;!?"))  # (not a colon: "Kickoff: Project Łódź" is one title)
+_CLAUSE_END = re.compile(r"[,;](?=\s|$)")
+_LINE_BREAKS = frozenset(map(ord, "\n\r\u2028\u2029"))
 
 
 def word_ends(source: str) -> list[bool]:
@@ -87,11 +92,6 @@ def word_ends(source: str) -> list[bool]:
     for match in _CLAUSE_END.finditer(source):
         out[match.end()] = False
     return out
-
-
-_CLAUSE_MARKS = frozenset(map(ord, ",;!?"))  # (not a colon: "Kickoff: Project Łódź" is one title)
-_CLAUSE_END = re.compile(r"[,;](?=\s|$)")
-_LINE_BREAKS = frozenset(map(ord, "\n\r\u2028\u2029"))
 
 
 def clause_break(before: int, after: int) -> bool:
