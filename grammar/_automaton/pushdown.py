@@ -22,7 +22,7 @@ class Automaton(ReadingMixin):
     # Slots: attribute reads are most of the hot paths, and stay fast however many there are.
     __slots__ = (
         "nfa", "class_of", "class_list", "_reps", "_class_edges", "n_classes", "class_bounds", "single_byte",
-        "_forced", "_unbuilt", "_overlapping", "configs", "index", "accepting", "depths", "rows", "_whole", "_capacity", "table", "exits",
+        "_forced", "_unbuilt", "_overlapping", "configs", "index", "accepting", "depths", "rows", "_whole", "_capacity", "table", "exits", "deep",
         "_exit_config", "_frames", "_moves", "_single_moves", "link_bytes", "links", "_jumps", "_runs",
         "_spans", "_locals", "_tails", "start",
     )
@@ -40,6 +40,7 @@ class Automaton(ReadingMixin):
         self._capacity = 64  # rows of `table` and `exits`
         self.table = np.full((self._capacity, self.n_classes), UNBUILT, dtype=np.int16)
         self.exits = np.zeros(self._capacity, dtype=bool)  # states where the frame they were seen from may end
+        self.deep = np.zeros(self._capacity, dtype=bool)  # `depths` at the bound, for whole arrays of states
         self._exit_config = (nfa.exit, ())
         self._frames: dict[int, tuple[int, tuple[Stack, ...], int, int] | None] = {}
         self._moves: dict[Configs, int] = {}
@@ -225,6 +226,8 @@ class Automaton(ReadingMixin):
             grown[: self.table.shape[0]] = self.table
             self.table = grown
             self.exits = np.concatenate([self.exits, np.zeros(rows - self.exits.size, dtype=bool)])
+            self.deep = np.concatenate([self.deep, np.zeros(rows - self.deep.size, dtype=bool)])
+        self.deep[sid] = self.depths[sid] >= MAX_STACK_DEPTH
         if self._exit_config in kernel:
             self.exits[sid] = True
         link = None

@@ -320,7 +320,7 @@ class WalksMixin:
     def _without_doomed(self, positions: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not self.automaton.nfa.recursive:  # nothing is doomed: spare the list
             return positions, ends
-        deep = ends[np.asarray(self.automaton.depths, np.int32)[ends] >= MAX_STACK_DEPTH] if ends.size else ends
+        deep = ends[self.automaton.deep[ends]] if ends.size else ends
         doomed = self._doomed_ends(_distinct(deep).tolist()) if deep.size else set()
         if not doomed:
             return positions, ends
