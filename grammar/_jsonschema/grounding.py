@@ -79,14 +79,18 @@ _INSIDE_WORD = re.compile(rf"(?<={_LETTER})(?={_LETTER}|[.\-'@_/+]{_LETTER})")
 _CLAUSE_MARKS = frozenset(map(ord, ",;!?"))  # (not a colon: "Kickoff: Project Łódź" is one title)
 _CLAUSE_END = re.compile(r"[,;](?=\s|$)")
 _LINE_BREAKS = frozenset(map(ord, "\n\r\u2028\u2029"))
+_BLANK = re.compile(r"\s")
 
 
 def word_ends(source: str) -> list[bool]:
     """Per end offset of `source`, whether a span may end there: not inside a word, nor at a
     mark that joins two parts of one (`maria.gonzalez@correo.mx`, `K-4410`), nor just after
-    a mark that ends a clause (`Zürich,`): a small model closes a span early, mid-word ("Sach")
-    or at an email's first dot."""
+    a mark that ends a clause (`Zürich,`) or after a blank (`"Av. Paulista "`): a small model
+    closes a span early, mid-word ("Sach"), at an email's first dot, or before a part of the
+    value its field's pattern refuses."""
     out = [True] * (len(source) + 1)
+    for match in _BLANK.finditer(source):
+        out[match.end()] = False
     for match in _INSIDE_WORD.finditer(source):
         out[match.start()] = False
     for match in _CLAUSE_END.finditer(source):

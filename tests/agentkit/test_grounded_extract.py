@@ -70,6 +70,27 @@ def test_auto_leaves_composed_fields_and_reworded_formats_free():
     assert found == {}
 
 
+def test_auto_holds_a_place_or_a_persons_name_to_spans_without_digits():
+    class Address(BaseModel):
+        recipient: str | None = None
+        street: str
+        city: str
+        postal_code: str = Field(pattern=r"^[0-9]{5}$")
+
+    text = "Ship to Anna Müller, Hauptstraße 5, 10115 Berlin."
+    marked, chosen = marked_schema(OutputSpec(Address).schema, text, "auto")
+    assert {path for path, _ in chosen.values()} == {"/recipient", "/street", "/city", "/postal_code"}
+    g, _ = grounded_grammar(OutputSpec(Address), text, "auto", Local())
+    document = {"recipient": "Anna Müller", "street": "Hauptstraße 5", "city": "Berlin", "postal_code": "10115"}
+    compact = {"ensure_ascii": False, "separators": (",", ":")}
+    assert g.accepts(json.dumps(document, **compact))
+    for field, digits in (("city", "10115 Berlin"), ("recipient", "Hauptstraße 5")):
+        assert not g.accepts(json.dumps({**document, field: digits}, **compact))
+    assert marked["properties"]["postal_code"]["pattern"] == "^[0-9]{5}$"  # a field's own pattern stands
+    _, plain = marked_schema(OutputSpec(Address).schema, text, False)
+    assert not plain  # nothing held, nothing narrowed
+
+
 def test_auto_holds_a_date_to_the_dates_the_text_writes_in_words():
     class Meeting(BaseModel):
         day: datetime.date

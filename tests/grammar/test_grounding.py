@@ -98,6 +98,13 @@ def test_a_span_ends_where_a_word_ends_not_inside_one_nor_at_a_mark_joining_its_
     assert g.accepts(json.dumps(f"{whole}.")) and g.accepts(json.dumps(f"Write to {whole}"))
 
 
+def test_a_span_never_ends_on_a_blank_even_where_the_pattern_refuses_what_follows():
+    g = from_json_schema(grounded({"type": "string", "pattern": "^[^0-9]*$"}),
+                         grounding=Grounding("Ship to Av. Paulista 1578, São Paulo."))
+    assert g.accepts(json.dumps("Av. Paulista")) and not g.accepts(json.dumps("Av. Paulista "))
+    assert g.accepts(json.dumps("São Paulo", ensure_ascii=False))
+
+
 def test_a_span_of_a_text_without_spaces_between_words_may_end_anywhere():
     g = from_json_schema(grounded({"type": "string"}), grounding=Grounding("東京都に住んでいます。"))
     assert g.accepts(json.dumps("東京", ensure_ascii=False)) and g.accepts(json.dumps("東京都", ensure_ascii=False))
@@ -182,7 +189,7 @@ def test_a_token_walk_under_a_grounded_object_writes_spans_and_source_numbers(so
 def test_a_span_is_written_as_json_writes_it_non_ascii_as_itself():
     source = 'He said "hi\\there"\nthen\tleft: café\x01.'
     g = from_json_schema(grounded({"type": "string"}), grounding=Grounding(source))
-    for span in ['"hi\\there"', "said \"hi", "\t", "café", "\x01.", "then\tleft: café\x01."]:
+    for span in ['"hi\\there"', "said \"hi", "then\tleft", "café", "\x01.", "then\tleft: café\x01."]:
         assert g.accepts(json.dumps(span, ensure_ascii=False)), span
     assert not g.accepts(json.dumps("\n")) and not g.accepts(json.dumps(source))  # one line
     assert not g.accepts(json.dumps("café", ensure_ascii=True))  # \u00e9: another spelling
