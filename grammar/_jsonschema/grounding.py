@@ -1,8 +1,8 @@
 """Grounded values: a string held to a span of a source text, a number to one the text writes.
 
 A subschema marked `"grounded": true` (`GROUNDED`), compiled with a `Grounding`, gets as its
-string language the source's spans (its substrings that end where a word ends, within one
-clause of one line: `substrings.suffix_automaton`) intersected with its own lengths, pattern
+string language the source's spans (its substrings that start and end where a word does,
+within one clause of one line: `substrings.span_automaton`) intersected with its own lengths, pattern
 and format, written through the JSON-escaping homomorphism like every string; and as its
 numbers the values the source writes (`numbers_in`: thousands separators and decimal commas
 read; `written_numbers`: "two", "a dozen"), each in the spellings the field's plain grammar
@@ -29,7 +29,7 @@ from . import lang
 from .facets import Facets
 from .limits import MAX_RULES
 from .strings import encode, quoted
-from .substrings import suffix_automaton
+from .substrings import span_automaton
 from .vocabulary import NUMBERS, _ANY_DECODED
 from .written_dates import written_dates, written_times
 from .written_numbers import written_numbers
@@ -52,9 +52,9 @@ class Grounding:
 
     @cached_property
     def substrings(self) -> lang.DFA:
-        """The source's spans: its substrings that end where a word ends, within one clause of
-        one line (`word_ends`, `clause_break`), the empty one included."""
-        return suffix_automaton(self.source, word_ends(self.source), clause_break)
+        """The source's spans: its substrings that start and end where a word does, within one
+        clause of one line (`word_starts`, `word_ends`, `clause_break`), the empty one included."""
+        return span_automaton(self.source, word_starts(self.source), word_ends(self.source), clause_break)
 
     @cached_property
     def numbers(self) -> tuple[Decimal, ...]:
@@ -74,12 +74,26 @@ class Grounding:
 # `K-4410`'s hyphen).
 _LETTER = r"[^\W_\u2E80-\U0010FFFF]"
 _INSIDE_WORD = re.compile(rf"(?<={_LETTER})(?={_LETTER}|[.\-'@_/+]{_LETTER})")
+_AFTER_A_JOIN = re.compile(rf"(?<={_LETTER}[.\-'@_/+])(?={_LETTER})")
 # The marks that end a clause where a blank follows (a span reads no blank after one, and ends
 # on none of the first two), and the line breaks a span never reads.
 _CLAUSE_MARKS = frozenset(map(ord, ",;!?"))  # (not a colon: "Kickoff: Project Łódź" is one title)
 _CLAUSE_END = re.compile(r"[,;](?=\s|$)")
 _LINE_BREAKS = frozenset(map(ord, "\n\r\u2028\u2029"))
 _BLANK = re.compile(r"\s")
+
+
+def word_starts(source: str) -> list[bool]:
+    """Per offset of `source`, whether a span may start there: not on a blank, not inside a
+    word, nor just past a mark that joins two parts of one (`gonzalez@correo.mx` is no span of
+    `maria.gonzalez@correo.mx`): a small model otherwise starts a value mid-word ("bject" from
+    "Subject") or on the blank before it."""
+    out = [not ch.isspace() for ch in source]
+    for pattern in (_INSIDE_WORD, _AFTER_A_JOIN):
+        for match in pattern.finditer(source):
+            if match.start() < len(source):
+                out[match.start()] = False
+    return out
 
 
 def word_ends(source: str) -> list[bool]:

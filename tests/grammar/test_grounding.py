@@ -17,8 +17,8 @@ from jsonschema import Draft202012Validator
 
 import grammar
 from grammar import Grounding, Vocabulary, from_json_schema
-from grammar._jsonschema.grounding import clause_break, numbers_in, word_ends
-from grammar._jsonschema.substrings import suffix_automaton
+from grammar._jsonschema.grounding import clause_break, numbers_in, word_ends, word_starts
+from grammar._jsonschema.substrings import span_automaton
 from ir_sampling import sentence
 
 ALPHABET = 'ab 1,."\\\n\té€:'
@@ -39,11 +39,11 @@ def substrings(text: str) -> set[str]:
 
 
 def spans_of(text: str) -> set[str]:
-    """The substrings a grounded string may be: those ending where a word ends, within one
-    clause of one line (and the empty one)."""
-    ends = word_ends(text)
+    """The substrings a grounded string may be: those starting and ending where a word does,
+    within one clause of one line (and the empty one)."""
+    starts, ends = word_starts(text), word_ends(text)
     return {text[i:j] for i in range(len(text) + 1) for j in range(i, len(text) + 1)
-            if i == j or (ends[j] and within_a_clause(text[i:j]))}
+            if i == j or (starts[i] and ends[j] and within_a_clause(text[i:j]))}
 
 
 def within_a_clause(span: str) -> bool:
@@ -51,25 +51,26 @@ def within_a_clause(span: str) -> bool:
 
 
 @given(st.text(st.sampled_from(ALPHABET), max_size=30), st.text(st.sampled_from(ALPHABET), max_size=6))
-def test_the_suffix_automaton_reads_exactly_the_substrings(source, probe):
-    dfa = suffix_automaton(source)
-    assert dfa.size <= max(1, 2 * len(source) - 1) + 1
+def test_the_span_automaton_reads_exactly_the_substrings(source, probe):
+    dfa = span_automaton(source)
+    assert dfa.size <= max(1, 2 * len(source) - 1) + 1  # the suffix automaton's bound: one state per end-set
     for text in substrings(source) | {probe}:
         assert dfa.matches(text) == (text in source)
 
 
 @given(st.text(st.sampled_from(ALPHABET), max_size=30), st.data())
-def test_with_ends_the_automaton_reads_the_substrings_with_an_occurrence_ending_at_one(source, data):
+def test_with_starts_and_ends_the_automaton_reads_the_substrings_with_an_occurrence_between_two(source, data):
+    starts = data.draw(st.lists(st.booleans(), min_size=len(source), max_size=len(source)))
     ends = data.draw(st.lists(st.booleans(), min_size=len(source) + 1, max_size=len(source) + 1))
-    dfa = suffix_automaton(source, ends)
+    dfa = span_automaton(source, starts, ends)
     for text in substrings(source):
-        ending = any(source.startswith(text, j - len(text)) and ends[j] for j in range(len(text), len(source) + 1))
-        assert dfa.matches(text) == (text == "" or ending)
+        held = any(source.startswith(text, i) and starts[i] and ends[i + len(text)] for i in range(len(source)))
+        assert dfa.matches(text) == (text == "" or held)
 
 
 @given(st.text(st.sampled_from(ALPHABET), max_size=30), st.sets(st.tuples(st.sampled_from(ALPHABET), st.sampled_from(ALPHABET))))
 def test_apart_leaves_out_exactly_the_substrings_that_read_a_pair_in_a_row(source, pairs):
-    dfa = suffix_automaton(source, apart=lambda a, b: (chr(a) if a >= 0 else "", chr(b)) in pairs)
+    dfa = span_automaton(source, apart=lambda a, b: (chr(a) if a >= 0 else "", chr(b)) in pairs)
     for text in substrings(source):
         assert dfa.matches(text) == (text == "" or not any((a, b) in pairs for a, b in zip(text, text[1:])))
 
@@ -96,6 +97,15 @@ def test_a_span_ends_where_a_word_ends_not_inside_one_nor_at_a_mark_joining_its_
                          grounding=Grounding(f"Write to {whole}. Later: {whole}, and {whole}!"))
     assert g.accepts(json.dumps(whole)) and not g.accepts(json.dumps(cut))
     assert g.accepts(json.dumps(f"{whole}.")) and g.accepts(json.dumps(f"Write to {whole}"))
+
+
+@pytest.mark.parametrize("cut, whole", [
+    ("bject", "Subject"), ("gonzalez@correo.mx", "maria.gonzalez@correo.mx"), ("4410", "K-4410"),
+    (" Amsterdam", "1015 CJ Amsterdam"),
+])
+def test_a_span_starts_where_a_word_starts_not_inside_one_nor_on_a_blank(cut, whole):
+    g = from_json_schema(grounded({"type": "string"}), grounding=Grounding(f"Re: {whole}. Later: {whole}!"))
+    assert g.accepts(json.dumps(whole)) and not g.accepts(json.dumps(cut))
 
 
 def test_a_span_never_ends_on_a_blank_even_where_the_pattern_refuses_what_follows():
