@@ -38,14 +38,18 @@ _REWORDED_FORMATS = frozenset({"date-time", "duration"})
 _COMPOSED = re.compile(r"descri|reason|explan|comment|note|sentiment|answer", re.IGNORECASE)
 _NUMBER = re.compile(r"\d")
 _WORD = re.compile(r"\w+")
-# Fields named for a place or a person, whose held spans hold no digit: beside an address's
-# postal code and street number, a small model otherwise takes "10115 Berlin" for the city or
-# "Keizersgracht 123" for the recipient. Only under "auto", and where the field sets no
-# pattern or format of its own.
-_NAMED_WITHOUT_DIGITS = re.compile(
-    r"(city|town|country|region|province|county|recipient|surname|(first|last|given|family|middle|full)_?name)",
-    re.IGNORECASE)
-_NO_DIGITS = "^[^0-9]*$"
+# What a field's name says its held spans look like, under "auto" and where the field sets no
+# pattern or format of its own: a place or a person holds no digit (beside an address's postal
+# code and street number, a small model otherwise takes "10115 Berlin" for the city or
+# "Keizersgracht 123" for the recipient); an email address holds an "@" (a small model
+# otherwise takes "my account" or a phone number for it), where the text writes one: where
+# no span could fit, the field's fallback would be any string of that shape, which a small
+# model writes until its budget ends.
+_NAMED_SHAPES = (
+    (re.compile(r"(city|town|country|region|province|county|recipient|surname"
+                r"|(first|last|given|family|middle|full)_?name)", re.IGNORECASE), "^[^0-9]*$", ""),
+    (re.compile(r"(\w+_)?e_?mail(_address)?", re.IGNORECASE), "^[^@\\s]+@[^@\\s]+$", "@"),
+)
 
 
 @dataclass(frozen=True)
@@ -144,9 +148,9 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
     if hold:
         node[GROUNDED_KEY] = True
         chosen[pointer] = (path or "", kind)
-        if (kind == "string" and explicit is None and rule.mode == "auto" and _NAMED_WITHOUT_DIGITS.fullmatch(name)
-                and "pattern" not in node and "format" not in node):
-            node["pattern"] = _NO_DIGITS
+        if kind == "string" and explicit is None and rule.mode == "auto" and not {"pattern", "format"} & node.keys():
+            node.update({"pattern": shape for named, shape, needs in _NAMED_SHAPES
+                         if named.fullmatch(name) and needs in rule.text})
     elif own is True:
         node[GROUNDED_KEY] = False
 

@@ -91,6 +91,23 @@ def test_auto_holds_a_place_or_a_persons_name_to_spans_without_digits():
     assert not plain  # nothing held, nothing narrowed
 
 
+def test_auto_holds_an_email_to_spans_with_an_at_sign_where_the_text_writes_one():
+    class Ticket(BaseModel):
+        summary: str
+        customer_email: str | None = None
+
+    def shaped(text: str) -> bool:
+        marked, _ = marked_schema(OutputSpec(Ticket).schema, text, "auto")
+        return "pattern" in str(marked["properties"]["customer_email"])
+
+    text = "Subject: refund. Write to me at e.dubois@orange.fr, please."
+    g, _ = grounded_grammar(OutputSpec(Ticket), text, "auto", Local())
+    compact = {"ensure_ascii": False, "separators": (",", ":")}
+    assert g.accepts(json.dumps({"summary": "refund", "customer_email": "e.dubois@orange.fr"}, **compact))
+    assert not g.accepts(json.dumps({"summary": "refund", "customer_email": "Write to me"}, **compact))
+    assert shaped(text) and not shaped("Subject: refund. No address given.")  # no "@": no shape to fall back on
+
+
 def test_auto_holds_a_date_to_the_dates_the_text_writes_in_words():
     class Meeting(BaseModel):
         day: datetime.date
