@@ -132,7 +132,7 @@ class TurnGrammars:
             found, held = [], False
             for t in tools:
                 plain = t.tool_schema()
-                schema, chosen = marked_schema(plain.schema, "", mode, numbers_if_written=False)
+                schema, chosen = marked_schema(plain.schema, "", mode, numbers_if_written=False, optional_held=False)
                 found.append(_Marked(ToolSchema(plain.name, schema, plain.description), _required_held(schema, chosen)))
                 held = held or bool(chosen)
             self._marked[key] = tuple(found) if held else None

@@ -89,18 +89,22 @@ def grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode,
     return g, _record(chosen, g.grounding)
 
 
-def marked_schema(schema: dict[str, Any], text: str, mode: GroundedMode, *,
-                  numbers_if_written: bool = True) -> tuple[dict[str, Any], dict[str, tuple[str, str]]]:
+def marked_schema(schema: dict[str, Any], text: str, mode: GroundedMode, *, numbers_if_written: bool = True,
+                  optional_held: bool = True) -> tuple[dict[str, Any], dict[str, tuple[str, str]]]:
     """A copy of `schema` with `"grounded": true` on each value held, and those values by
     schema pointer: (their JSON pointer, their kind).
 
     The one rule for extractions and for the agent's tool arguments (`Agent(grounded_arguments=
     ...)`). `numbers_if_written`: under "auto", a number is held only where `text` writes a
     digit, as an extraction's field may be absent from its text; a tool's call waits for its
-    number instead (False), the tool not offered until the conversation writes one."""
+    number instead (False), the tool not offered until the conversation writes one.
+    `optional_held`: under "auto", a property that is not required is held too (an
+    extraction's optional field is the text's or None); a tool's optional parameter is left
+    free (False): its value is most often its default or of a kind no conversation writes (a
+    unit, a method), which a held argument could only replace by some unrelated span."""
     marked = copy.deepcopy(schema)
     chosen: dict[str, tuple[str, str]] = {}
-    _visit(marked, "", "", None, "", "", _Rule(text, mode, numbers_if_written), chosen)
+    _visit(marked, "", "", None, "", "", _Rule(text, mode, numbers_if_written, optional_held), chosen)
     return marked, chosen
 
 
@@ -111,19 +115,22 @@ class _Rule:
     text: str
     mode: GroundedMode
     numbers_if_written: bool
+    optional_held: bool
 
 
 def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str, description: str,
-           rule: _Rule, chosen: dict[str, tuple[str, str]]) -> None:
+           rule: _Rule, chosen: dict[str, tuple[str, str]], optional: bool = False) -> None:
     if not isinstance(node, dict):
         return
     own = node.get(GROUNDED_KEY)
     explicit = own if isinstance(own, bool) else inherited
     description = node.get("description", description) if isinstance(node.get("description"), str) else description
+    required = node.get("required") if isinstance(node.get("required"), list) else []
     for key, sub in (node.get("properties") or {}).items():
-        _visit(sub, f"{pointer}/properties/{_escape(key)}", f"{path}/{_escape(key)}", None, key, "", rule, chosen)
+        _visit(sub, f"{pointer}/properties/{_escape(key)}", f"{path}/{_escape(key)}", None, key, "", rule, chosen,
+               key not in required)
     if isinstance(node.get("items"), dict):
-        _visit(node["items"], f"{pointer}/items", f"{path}/*", explicit, name, description, rule, chosen)
+        _visit(node["items"], f"{pointer}/items", f"{path}/*", explicit, name, description, rule, chosen, optional)
         _bound_held_list(node, rule.text)
     for keyword in ("anyOf", "oneOf"):
         branches = [b for b in node.get(keyword) or () if isinstance(b, dict)]
@@ -136,7 +143,7 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
             if spelled and isinstance(branch, dict) and _kind(branch) == "string":
                 strings.append(branch)
                 continue
-            _visit(branch, f"{pointer}/{keyword}/{i}", path, explicit, name, description, rule, chosen)
+            _visit(branch, f"{pointer}/{keyword}/{i}", path, explicit, name, description, rule, chosen, optional)
         if any(b.get(GROUNDED_KEY) is True and _kind(b) == "number" for b in branches):
             for branch in strings:
                 if branch.get(GROUNDED_KEY) is not False:
@@ -144,7 +151,7 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
     kind = _kind(node)
     if kind is None:
         return
-    hold = explicit if explicit is not None else _picked(node, kind, name, description, rule)
+    hold = explicit if explicit is not None else _picked(node, kind, name, description, rule, optional)
     if hold:
         node[GROUNDED_KEY] = True
         chosen[pointer] = (path or "", kind)
@@ -180,13 +187,16 @@ def _kind(node: dict[str, Any]) -> str | None:
     return None
 
 
-def _picked(node: dict[str, Any], kind: str, name: str, description: str, rule: _Rule) -> bool:
+def _picked(node: dict[str, Any], kind: str, name: str, description: str, rule: _Rule, optional: bool) -> bool:
     """The mode's choice for a field that says nothing itself."""
     if rule.mode is False:
         return False
     if rule.mode is True:
         return True
-    # "auto": decided on the tune half of `python -m bench.values` (see docs/extraction.md).
+    # "auto": decided on the tune half of `python -m bench.values` (see docs/extraction.md), and
+    # for tools on `bench.agent_values` and `bench.bfcl` (see docs/agents.md).
+    if optional and not rule.optional_held:
+        return False
     if kind == "number":
         return bool(_NUMBER.search(rule.text)) or not rule.numbers_if_written
     if node.get("format") in _REWORDED_FORMATS:

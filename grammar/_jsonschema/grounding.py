@@ -150,19 +150,36 @@ class GroundedField:
 # (not a date's `2025-03`, a range's `18-25`).
 _RUN = re.compile(r"(?:(?<![\w.,'\u2019])([-\u2212]))?(?<![\w.,'\u2019])(\d+(?:[.,'\u2019\u00a0\u202f\u2009]\d+)*)")
 _SEPARATOR = re.compile(r"[.,'\u2019\u00a0\u202f\u2009]")
+# A comma between two numbers rather than inside one: not before exactly three digits (which
+# group thousands), as in a point's "(3,4)" or coordinates' "46.603354,1.888334".
+_LIST_COMMA = re.compile(r",(?!\d{3}(?!\d))")
+# A scale written right after a number ("$1M", "1.2 million", "15k").
+_SCALE = re.compile(r"\s?(thousand|million|billion|trillion|bn|[kKMB])(?!\w)")
+_SCALES = {"thousand": 10**3, "k": 10**3, "K": 10**3, "million": 10**6, "M": 10**6, "billion": 10**9, "bn": 10**9,
+           "B": 10**9, "trillion": 10**12}
 
 
 def numbers_in(text: str) -> list[Decimal]:
     """The numbers `text` writes, each as every reading its separators allow: `1,250.50` and
-    `1.250,50` are 1250.50, `3,5` is 3.5, `1,250` is 1250 or 1.25; a run no reading fits (a
-    version, an address: `1.2.3`) gives each of its digit groups as an integer."""
+    `1.250,50` are 1250.50, `1,250` is 1250 or 1.25, `3,5` is 3.5 or the two numbers 3 and 5
+    (a comma not before three digits may part two numbers: "A(3,4)", and parts a run with dots
+    that no reading fits: "46.603354,1.888334"); a run no reading fits
+    (a version, an address: `1.2.3`) gives each of its digit groups as an integer. A scale
+    written after a number counts too: "$1M", "1.2 million", "15k" are also 1000000,
+    1200000, 15000."""
     out: list[Decimal] = []
     for match in _RUN.finditer(text):
         sign, run = match.group(1), match.group(2)
         values = _readings(run)
+        parts = _LIST_COMMA.split(run) if set(_SEPARATOR.findall(run)) == {","} or not values else [run]
+        values += [v for part in parts for v in _readings(part)] if len(parts) > 1 else []
         if not values:
             values = [Decimal(group) for group in _SEPARATOR.split(run)]
             sign = ""
+        scale = _SCALE.match(text, match.end())
+        if scale is not None and values:
+            scaled = values[-1] * _SCALES[scale.group(1)]
+            values.append(scaled.quantize(1) if scaled == scaled.to_integral_value() else scaled)
         out.extend(-v if sign else v for v in values)
     return out
 

@@ -224,12 +224,21 @@ def test_numbers_are_read_with_thousands_separators_and_decimal_commas():
     assert numbers_in("1,250.50") == [Decimal("1250.50")]
     assert numbers_in("1.250,50") == [Decimal("1250.50")]
     assert numbers_in("15 mats") == [Decimal("15")]
-    assert numbers_in("3,5 kg") == [Decimal("3.5")]
+    assert numbers_in("3,5 kg") == [Decimal("3.5"), Decimal(3), Decimal(5)]  # or two numbers: "A(3,4)"
     assert set(numbers_in("1,250")) == {Decimal("1250"), Decimal("1.250")}
     assert numbers_in("1\u202f250,5") == [Decimal("1250.5")]
     assert numbers_in("on 2025-03-14 at 09:30") == [Decimal(2025), Decimal(3), Decimal(14), Decimal(9), Decimal(30)]
     assert numbers_in("it was -4 outside") == [Decimal(-4)]
     assert numbers_in("version 1.2.3") == [Decimal(1), Decimal(2), Decimal(3)]
+
+
+def test_numbers_a_comma_parts_and_scales_written_after_them_are_read():
+    assert numbers_in("points A(3,4) and B(1,2)") == [Decimal("3.4"), 3, 4, Decimal("1.2"), 1, 2]
+    assert numbers_in("at 46.603354,1.8883340 on") == [Decimal("46.603354"), Decimal("1.8883340")]
+    assert numbers_in("$1M in 2019 and $1.2M in 2020") == [1, 1_000_000, 2019, Decimal("1.2"), 1_200_000, 2020]
+    assert numbers_in("1.2 million people, 15k units, 2.5bn") == [
+        Decimal("1.2"), 1_200_000, 15, 15_000, Decimal("2.5"), 2_500_000_000]
+    assert numbers_in("5 Kelvin, 3 kg, 10 MB") == [5, 3, 10]  # a unit is no scale
 
 
 def test_a_grounded_number_is_one_the_text_writes_within_the_fields_bounds():
