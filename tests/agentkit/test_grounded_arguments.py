@@ -166,6 +166,20 @@ def test_auto_holds_identifiers_and_numbers_not_enums_date_times_or_composed_tex
     assert not g.accepts(call("book", **{**args, "guests": 4}))
 
 
+def test_auto_leaves_optional_parameters_free():
+    def area(radius: float, units: str = "meters") -> str:
+        """The area of a circle."""
+        return "ok"
+
+    runtime, seen = grammars_seen(["ok"])
+    Agent([area], runtime, grounded_arguments="auto").run_sync("Area of a circle of radius 10?")
+    assert seen[0].accepts(call("area", radius=10, units="meters"))  # the default, which the text never writes
+    assert not seen[0].accepts(call("area", radius=12, units="meters"))
+    runtime, seen = grammars_seen(["ok"])
+    Agent([area], runtime, grounded_arguments=True).run_sync("Area of a circle of radius 10?")
+    assert not seen[0].accepts(call("area", radius=10, units="meters"))  # True holds every argument
+
+
 def test_a_run_sets_its_own_mode_in_model_settings():
     runtime, seen = grammars_seen(["ok", "ok"])
     agent = Agent([weather], runtime)
