@@ -177,9 +177,9 @@ def numbers_in(text: str) -> list[Decimal]:
             values = [Decimal(group) for group in _SEPARATOR.split(run)]
             sign = ""
         scale = _SCALE.match(text, match.end())
-        if scale is not None and values:
-            scaled = values[-1] * _SCALES[scale.group(1)]
-            values.append(scaled.quantize(1) if scaled == scaled.to_integral_value() else scaled)
+        if scale is not None:
+            scaled = [v * _SCALES[scale.group(1)] for v in values]
+            values += [v.quantize(1) if v == v.to_integral_value() else v for v in scaled]
         out.extend(-v if sign else v for v in values)
     return out
 
