@@ -156,8 +156,9 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
         node[GROUNDED_KEY] = True
         chosen[pointer] = (path or "", kind)
         if kind == "string" and explicit is None and rule.mode == "auto" and not {"pattern", "format"} & node.keys():
-            node.update({"pattern": shape for named, shape, needs in _NAMED_SHAPES
-                         if named.fullmatch(name) and needs in rule.text})
+            for named, shape, needs in _NAMED_SHAPES:
+                if named.fullmatch(name) and needs in rule.text:
+                    node["pattern"] = shape
     elif own is True:
         node[GROUNDED_KEY] = False
 

@@ -80,7 +80,6 @@ _AFTER_A_JOIN = re.compile(rf"(?<={_LETTER}[.\-'@_/+])(?={_LETTER})")
 _CLAUSE_MARKS = frozenset(map(ord, ",;!?"))  # (not a colon: "Kickoff: Project Łódź" is one title)
 _CLAUSE_END = re.compile(r"[,;](?=\s|$)")
 _LINE_BREAKS = frozenset(map(ord, "\n\r\u2028\u2029"))
-_BLANK = re.compile(r"\s")
 
 
 def word_starts(source: str) -> list[bool]:
@@ -89,10 +88,9 @@ def word_starts(source: str) -> list[bool]:
     `maria.gonzalez@correo.mx`): a small model otherwise starts a value mid-word ("bject" from
     "Subject") or on the blank before it."""
     out = [not ch.isspace() for ch in source]
-    for pattern in (_INSIDE_WORD, _AFTER_A_JOIN):
+    for pattern in (_INSIDE_WORD, _AFTER_A_JOIN):  # each matches before a letter, inside the source
         for match in pattern.finditer(source):
-            if match.start() < len(source):
-                out[match.start()] = False
+            out[match.start()] = False
     return out
 
 
@@ -102,9 +100,7 @@ def word_ends(source: str) -> list[bool]:
     a mark that ends a clause (`Zürich,`) or after a blank (`"Av. Paulista "`): a small model
     closes a span early, mid-word ("Sach"), at an email's first dot, or before a part of the
     value its field's pattern refuses."""
-    out = [True] * (len(source) + 1)
-    for match in _BLANK.finditer(source):
-        out[match.end()] = False
+    out = [True] + [not ch.isspace() for ch in source]  # the offset after a blank is no end
     for match in _INSIDE_WORD.finditer(source):
         out[match.start()] = False
     for match in _CLAUSE_END.finditer(source):
