@@ -29,7 +29,7 @@ from ._errors import (
     TokenBudgetExceeded,
 )
 from ._local import LocalRuntime
-from ._protocol import FinishReason, Generation, Runtime, Sampling, TextStream, TokenScore, ToolCallEnvelope, Usage
+from ._protocol import ContinuationScore, FinishReason, Generation, Runtime, Sampling, TextStream, TokenScore, ToolCallEnvelope, Usage
 from .llamacpp import LlamaCpp
 from .mlc import MLC
 from .openai import OpenAICompatible
@@ -43,6 +43,7 @@ __all__ = [
     "__version__",
     "MLC",
     "ConnectionFailure",
+    "ContinuationScore",
     "FinishReason",
     "Generation",
     "GenerationTimeout",

@@ -25,10 +25,11 @@ from grammar import CompiledGrammar, Grammar, Matcher, TokenMask, Vocabulary
 
 from ._drafting import Drafter, drafter_for
 from ._errors import InvalidRequest, RuntimeFailure
+from .checks import check_messages, check_text
 from ._asap import Trees, Walk
 from ._healing import back_up, heals
-from ._protocol import Generation, Messages, Request, Runtime, TextStream
-from ._sampling import Sampler
+from ._protocol import ContinuationScore, Generation, Messages, Request, Runtime, TextStream
+from ._sampling import ForcedTokens, Sampler
 from ._batch import Feed
 from ._scheduler import Scheduler
 from ._sequence import Sequence
@@ -86,6 +87,11 @@ class LocalRuntime(Runtime):
                 "tokens (rejected guesses); this one cannot"
             )
         self._draft, self._drafter = value, drafter
+
+    @property
+    def scores_continuations(self) -> bool:  # type: ignore[override]
+        """`Runtime.scores_continuations`: where the model can tokenize a continuation."""
+        return type(self)._text_ids is not LocalRuntime._text_ids
 
     def _drafter_for(self, value: object) -> Drafter | None:
         """The drafter a `draft` setting names (a runtime that can load a draft model from a
@@ -165,6 +171,41 @@ class LocalRuntime(Runtime):
     async def _generate(self, request: Request) -> Generation:
         return await self._run(request, None)
 
+    async def score(self, prompt: Messages, continuation: str) -> ContinuationScore:
+        """`Runtime.score`: `continuation`'s tokens (as plain text: no control token) read
+        after the prompt's, each scored against the row before it, batched with other calls."""
+        check_messages(prompt, "prompt")
+        if not isinstance(continuation, str) or not continuation:
+            raise InvalidRequest("continuation", f"must be a non-empty string, not {continuation!r:.40}")
+        check_text("continuation", continuation)
+        if self.closed:
+            raise RuntimeFailure(f"{self.name}: this runtime is closed")
+        cancel = threading.Event()
+        sequence = await asyncio.to_thread(self._reading, prompt, continuation, cancel)
+        generation = await self._submit(sequence, cancel)
+        if generation.token_scores is None or len(generation.token_scores) != sequence.budget:
+            raise RuntimeFailure(f"{self.name}: scoring read {generation.usage.completion_tokens} of the "
+                                 f"{sequence.budget} tokens of the continuation")
+        return ContinuationScore(continuation, generation.token_scores, generation.usage)
+
+    def _reading(self, prompt: Messages, continuation: str, cancel: threading.Event) -> Sequence:
+        """A sequence that reads `continuation` after `prompt` and scores each token (off the event loop)."""
+        prompt_ids = self._prompt_ids(prompt, None)
+        if not prompt_ids:
+            raise InvalidRequest("prompt", f"{self.name}: the prompt is empty (no tokens to read); give it some text")
+        ids = self._text_ids(continuation)
+        if any(token in self.vocabulary.eos_ids for token in ids):
+            raise InvalidRequest("continuation", f"{self.name}: it reads as an end-of-sequence token")
+        if self._budget(len(prompt_ids), len(ids)) < len(ids):
+            raise RuntimeFailure(f"{self.name}: the prompt ({len(prompt_ids)} tokens) and the continuation "
+                                 f"({len(ids)} tokens) do not fit the context window ({self.context_length})")
+        return Sequence(self.name, self.vocabulary, prompt_ids, len(ids), None, ForcedTokens(ids), None, cancel,
+                        self._host_logits, self._masked_logits, scores=True)
+
+    def _text_ids(self, text: str) -> list[int]:
+        """`text`'s token ids as plain text (no control token), as they would follow a prompt."""
+        raise RuntimeFailure(f"{self.name}: this runtime cannot tokenize a continuation to score it")
+
     def _stream(self, request: Request) -> TextStream:
 
         async def produce(put: Callable[[str], None]) -> Generation:
@@ -209,6 +250,10 @@ class LocalRuntime(Runtime):
         cancel = threading.Event()
         seed = self._call_seed(request.seed)  # drawn in call order, on the caller's thread
         sequence = await asyncio.to_thread(self._sequence, request, seed, sink, cancel)
+        return await self._submit(sequence, cancel)
+
+    async def _submit(self, sequence: Sequence, cancel: threading.Event) -> Generation:
+        """Decode `sequence` among the others; cancelling the caller retires it before its next step."""
         self._scheduler.submit(sequence)
         done = asyncio.wrap_future(sequence.future)
         try:

@@ -10,7 +10,7 @@ from typing import Any, Literal, get_args
 
 from grammar import Grammar
 
-from ._errors import InvalidRequest
+from ._errors import InvalidRequest, RuntimeFailure
 from .checks import GREEDY_BELOW, check_count, check_heal, check_messages, check_number, check_seed
 
 FinishReason = Literal["stop", "length", "grammar_complete", "cancelled"]
@@ -102,6 +102,22 @@ class Generation:
     def steered(self) -> bool:
         """Whether the runtime closed the document early to fit the token budget."""
         return self.steered_from is not None
+
+
+@dataclass(frozen=True)
+class ContinuationScore:
+    """How likely the model finds a given text after a prompt (`Runtime.score`): one
+    `TokenScore` per token of `text` as the model's tokenizer reads it, each against the
+    model's whole distribution at its place (no grammar: `masked_mass` 0.0)."""
+
+    text: str
+    token_scores: list[TokenScore]
+    usage: Usage
+
+    @property
+    def logprob(self) -> float:
+        """The text's natural-log probability after the prompt: the sum of its tokens'."""
+        return sum(s.logprob for s in self.token_scores)
 
 
 @dataclass(frozen=True)
@@ -203,6 +219,20 @@ class Runtime(ABC):
     # decoder steers the end). One that cannot (a server it sends the grammar to) says False,
     # and a caller that needs a whole document bounds the grammar (`grammar.within_bytes`).
     steers_budget: bool = True
+    # Whether the model's chat template takes a `tools` variable, as models trained to call
+    # tools have (their own way of listing tools); False where it takes none (the tools are
+    # then listed in a system message the model was never trained on); None where unknown.
+    template_takes_tools: bool | None = None
+    # Whether `score` is implemented: local runtimes read a given text's tokens in a pass each.
+    scores_continuations: bool = False
+
+    async def score(self, prompt: Messages, continuation: str) -> ContinuationScore:
+        """How likely the model finds `continuation` right after `prompt` (a chat, rendered as
+        for `generate`, or a plain string): the log-probability of each of its tokens.
+
+        A runtime that cannot read a given text through its model (a server) raises
+        `RuntimeFailure`; `scores_continuations` says beforehand."""
+        raise RuntimeFailure(f"{self.name}: this runtime cannot score a given continuation")
 
     async def generate(
         self,

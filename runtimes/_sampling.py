@@ -115,3 +115,15 @@ class Sampler:
     def _draw(self, cumulative: np.ndarray) -> int:
         point = self.rng.random() * cumulative[-1]
         return min(int(np.searchsorted(cumulative, point, side="right")), len(cumulative) - 1)
+
+
+class ForcedTokens(Sampler):
+    """The "choice" of a sequence that reads a given text (`Runtime.score`): its next token,
+    whatever the row says, so each of the text's tokens is scored against the row before it."""
+
+    def __init__(self, tokens: list[int]):
+        super().__init__()
+        self._tokens = iter(tokens)
+
+    def select(self, logits: np.ndarray, mask: TokenMask | None = None) -> int:
+        return next(self._tokens)

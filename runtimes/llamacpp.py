@@ -250,6 +250,13 @@ class LlamaCpp(LocalRuntime):
                 ids += self._context.tokenize(piece.text.encode("utf-8"), add_special=False, parse_special=piece.markup)
         return ids
 
+    def _text_ids(self, text: str) -> list[int]:
+        return self._context.tokenize(text.encode("utf-8"), add_special=False, parse_special=False)
+
+    @property
+    def template_takes_tools(self) -> bool | None:  # type: ignore[override]
+        return self.template.takes_tools if self.template is not None else None
+
     def _drafter_for(self, value: object) -> Drafter | None:
         """A path (other than "prompt") names a draft model: loaded beside this one once (a
         later setting of the same path finds it loaded), with a cache slot per call decoding at

@@ -224,6 +224,13 @@ class MLC(LocalRuntime):
                 ids += self._encode(piece.text) if piece.markup else self._plain_ids(piece.text)
         return ids
 
+    def _text_ids(self, text: str) -> list[int]:
+        return self._plain_ids(text)
+
+    @property
+    def template_takes_tools(self) -> bool | None:  # type: ignore[override]
+        return self.template.takes_tools if self.template is not None else None
+
     def _encode(self, text: str) -> list[int]:
         return [int(i) for i in self._tokenizer.encode(text)]
 

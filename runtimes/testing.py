@@ -145,6 +145,9 @@ class RandomRuntime(LocalRuntime):
     def _prompt_ids(self, messages: Messages, tools: list[dict[str, Any]] | None) -> list[int]:
         return self._tokenizer.encode(render_plain(messages, tools))
 
+    def _text_ids(self, text: str) -> list[int]:
+        return self._tokenizer.encode(text)
+
     def begin_slot(self, slot: int, keep: int) -> int:
         del self._cached[slot][keep:]
         del self._hashes[slot][keep:]

@@ -4,6 +4,7 @@ quantities recomputed independently by teacher forcing the answer through the te
 
 from __future__ import annotations
 
+import asyncio
 import math
 import zlib
 
@@ -13,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import grammar
-from runtimes import InvalidRequest, TokenScore
-from runtimes.testing import RandomRuntime, render_plain
+from runtimes import InvalidRequest, RuntimeFailure, TokenScore
+from runtimes.testing import RandomRuntime, ScriptedRuntime, render_plain
 
 from test_jump_forward import _regexes
 
@@ -94,3 +95,69 @@ def test_a_healed_generations_scores_spell_its_text():
     assert generation.healed and len(generation.token_scores) == len(generation.token_ids)
     assert b"".join(s.bytes for s in generation.token_scores) == generation.text.encode()
     assert all(s.logprob <= 0.0 and 0.0 <= s.masked_mass <= 1.0 for s in generation.token_scores)
+
+
+# --- `Runtime.score`: a given text's tokens read after a prompt ------------------------------
+
+_TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=30)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_TEXTS, seed=st.integers(0, 5), max_batch=st.sampled_from([1, 4]), draft=st.sampled_from([None, "prompt"]))
+def test_a_scored_continuation_is_the_models_probability_of_each_of_its_tokens(text, seed, max_batch, draft):
+    rt = RandomRuntime(seed=seed, max_batch=max_batch, draft=draft)
+    scored = asyncio.run(rt.score(PROMPT, text))
+    ids = rt._tokenizer.encode(text)
+    expected = _teacher_forced(rt, PROMPT, ids, None)
+    assert scored.text == text and len(scored.token_scores) == len(ids)
+    assert b"".join(s.bytes for s in scored.token_scores) == b"".join(rt.vocabulary.token_bytes(i) for i in ids)
+    assert [s.logprob for s in scored.token_scores] == pytest.approx([e[0] for e in expected], abs=1e-6)
+    assert scored.logprob == pytest.approx(sum(e[0] for e in expected), abs=1e-5)
+    assert all(s.masked_mass == 0.0 for s in scored.token_scores)
+    assert scored.usage.completion_tokens == scored.usage.forward_passes == len(ids)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(_TEXTS, min_size=2, max_size=6), seed=st.integers(0, 3))
+def test_continuations_scored_together_score_as_alone(texts, seed):
+    together = RandomRuntime(seed=seed, max_batch=4, cache_cells=4096)
+
+    async def all_at_once():
+        return await asyncio.gather(*(together.score(PROMPT, t) for t in texts))
+
+    batched = asyncio.run(all_at_once())
+    alone = [asyncio.run(RandomRuntime(seed=seed).score(PROMPT, t)) for t in texts]
+    for b, a in zip(batched, alone):
+        assert [s.logprob for s in b.token_scores] == pytest.approx([s.logprob for s in a.token_scores], abs=1e-6)
+
+
+@pytest.mark.parametrize("continuation", ["", None, 3, "\ud800"])
+def test_a_continuation_no_model_could_read_is_refused(continuation):
+    with pytest.raises(InvalidRequest, match="continuation"):
+        asyncio.run(RandomRuntime().score(PROMPT, continuation))
+
+
+def test_a_prompt_no_model_could_read_is_refused():
+    with pytest.raises(InvalidRequest, match="prompt"):
+        asyncio.run(RandomRuntime().score([{"role": ""}], "yes"))
+
+
+def test_a_continuation_past_the_context_window_is_a_runtime_failure():
+    rt = RandomRuntime()
+    rt.context_length = 40
+    with pytest.raises(RuntimeFailure, match="context window"):
+        asyncio.run(rt.score(PROMPT, "x" * 60))
+
+
+def test_a_runtime_that_cannot_read_a_continuation_says_so():
+    rt = ScriptedRuntime(["unused"])
+    assert not rt.scores_continuations and RandomRuntime().scores_continuations
+    with pytest.raises(RuntimeFailure, match="cannot score"):
+        asyncio.run(rt.score(PROMPT, "yes"))
+
+
+def test_a_closed_runtime_scores_nothing():
+    rt = RandomRuntime()
+    asyncio.run(rt.aclose())
+    with pytest.raises(RuntimeFailure, match="closed"):
+        asyncio.run(rt.score(PROMPT, "yes"))
