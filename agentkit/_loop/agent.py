@@ -34,6 +34,7 @@ from .._outputs.grounding import GroundedMode
 from .._outputs.output import OutputSpec, OutputValidator
 from .limits import RunLimits, UsageLimits
 from .repeats import REPEAT_CALLS, CallLedger, RepeatCalls
+from .routing import ToolRouting
 from .settings import (
     ModelSettings,
     RunSettings,
@@ -183,6 +184,15 @@ class Agent(Generic[OutputT]):
     to the plain arguments, and says so (an INFO record on the "agentkit" logger). In process
     only: a runtime that decodes on a server is sent the plain grammar. A run may set its own
     in `model_settings`.
+
+    `tool_routing`: how a run's first call is decided where the model never starts one by
+    itself. "auto" (default): for a model whose chat template takes no tools (one never
+    trained to call them, as the default SmolLM2-135M) on a runtime that can score a text
+    (`Runtime.score`: the local ones), under `tool_choice="auto"`, the run's first turn calls
+    the tool whose description the model finds the request likeliest to follow (by pointwise
+    mutual information, at least `routing.ROUTE_THRESHOLD` nats), or answers without a call
+    where none reaches it; the model writes the call's arguments and every later turn. True:
+    route on any runtime that can score; False: the model decides alone.
     """
 
     # A class as `output_type` gives `Agent[that class]`; none gives `Agent[str]` (text answers);
@@ -209,6 +219,7 @@ class Agent(Generic[OutputT]):
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
         grounded_arguments: GroundedMode = False,
+        tool_routing: ToolRouting = "auto",
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
@@ -240,6 +251,7 @@ class Agent(Generic[OutputT]):
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
         grounded_arguments: GroundedMode = False,
+        tool_routing: ToolRouting = "auto",
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
@@ -270,6 +282,7 @@ class Agent(Generic[OutputT]):
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
         grounded_arguments: GroundedMode = False,
+        tool_routing: ToolRouting = "auto",
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
@@ -327,6 +340,9 @@ class Agent(Generic[OutputT]):
         self.reasoning = reasoning
         check_grounded_arguments(grounded_arguments)
         self.grounded_arguments = grounded_arguments
+        if not (tool_routing == "auto" or isinstance(tool_routing, bool)):
+            raise InvalidArgument("tool_routing", f"must be 'auto', True or False, got {tool_routing!r}")
+        self.tool_routing: ToolRouting = tool_routing
         self.temperature = self.model_settings["temperature"]
         self.seed = self.model_settings["seed"]
         if output_validator is not None and not callable(output_validator):

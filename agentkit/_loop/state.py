@@ -29,6 +29,7 @@ from .._outputs.events import RetryKind, RetryRecord, RunUsage, ToolCallRecord
 from .._messages import Message, ToolCall
 from .limits import RunLimits
 from .repeats import CallLedger
+from .routing import Route
 from .settings import RunSettings
 from .tracing import RunTrace
 
@@ -67,6 +68,7 @@ class RunState:
     confidence: dict[str, Any] = field(default_factory=dict)  # call id: its arguments' `FieldConfidence`s
     validation_context: Any = None  # given to pydantic validators of tool arguments and the output
     runtime: Runtime | None = None  # the run's (an override's, or the agent's); None: the default model
+    route: Route | None = None  # the first turn's routing decision, until that turn is asked
     ungrounded_turns: list[int] = field(default_factory=list)  # turns that had to call, with no groundable tool
 
     def context(self) -> dict[str, Any]:

@@ -60,6 +60,7 @@ from .repeats import ANSWER_NOW, ValidCall
 from .._runtime import budget_reached, model_written_calls
 from .state import RunState
 from .._tools.tool import Tool
+from .routing import Route, route, routes
 from .turns import GroundedTurn, TurnKind, preamble
 
 if TYPE_CHECKING:
@@ -78,8 +79,11 @@ class TurnLoop:
     def _preamble(self, kind: TurnKind, envelopes: tuple[Envelope, ...]) -> bool:
         return preamble(kind, envelopes, self.agent.output is not None)
 
-    def _turn_kind(self, state: RunState) -> TurnKind:
-        """`tool_choice` and `answer_on_repeat` (see `Agent`'s docstring)."""
+    def _turn_kind(self, state: RunState, route: Route | None = None) -> TurnKind:
+        """`tool_choice` and `answer_on_repeat` (see `Agent`'s docstring); a routed turn calls
+        the tool routing chose, or answers where it chose none."""
+        if route is not None:
+            return "calls" if route.tool is not None else "answer"
         if self._needs_a_success(state):
             return "calls"
         return "answer" if state.must_answer else "calls_or_answer"
@@ -93,17 +97,19 @@ class TurnLoop:
         return not any(r.ok and (choice == "required" or r.call.name == choice) for r in state.records)
 
     def _turn_grammar(self, state: RunState, runtime: Runtime, envelopes: tuple[Envelope, ...], kind: TurnKind,
-                      budget: int) -> GroundedTurn:
+                      budget: int, route: Route | None = None) -> GroundedTurn:
         """The grammar this turn is held to, and the kind it holds it to. A runtime that cannot
         close a turn itself gets one that fits its budget; one that decodes in process gets the
         tools' chosen arguments held to the conversation (`grounded_arguments`). A typed answer
         is held to the form of JSON the runtime's model was shown (`OutputSpec.form_for`)."""
-        grammars, tools = self.agent._grammars, self._turn_tools(state)
+        grammars, tools = self.agent._grammars, self._turn_tools(state, route)
         output = self.agent.output
         answer = output.grammar_in(output.form_for(runtime)) if output is not None else None
         if not getattr(runtime, "steers_budget", True):
             return GroundedTurn(grammars.get(tools, envelopes, kind, budget, answer), kind)
         mode = state.settings.model.get("grounded_arguments", self.agent.grounded_arguments)
+        if route is not None and mode is False:  # a routed model copies examples, or runs out of tokens
+            mode = "auto"
         if not grammars.holds_arguments(tools, mode):
             return GroundedTurn(grammars.get(tools, envelopes, kind, answer=answer), kind)
         text = conversation_text(state.messages, self.agent._instructions(state.settings.tools))
@@ -115,9 +121,11 @@ class TurnLoop:
                         ", ".join(turn.withheld))
         return turn
 
-    def _turn_tools(self, state: RunState) -> dict[str, Tool]:
-        """The tools a turn may call: the forced one alone while it is forced, else the run's."""
+    def _turn_tools(self, state: RunState, route: Route | None = None) -> dict[str, Tool]:
+        """The tools a turn may call: the routed or forced one alone, else the run's."""
         choice, tools = state.settings.tool_choice, state.settings.tools
+        if route is not None and route.tool is not None:
+            return {route.tool: tools[route.tool]}
         if choice in tools and self._needs_a_success(state):
             return {choice: tools[choice]}
         return tools
@@ -140,6 +148,15 @@ class TurnLoop:
         finally:
             state.trace.end(steps=state.step, usage=state.usage, error=error, pending=len(state.pending))
 
+    async def _route(self, state: RunState, runtime: Runtime) -> None:
+        """Where the run's model never starts a call by itself (`tool_routing`), decide the
+        first turn's call from the user's request (`routing`)."""
+        last = state.messages[-1] if state.messages else None
+        if (state.resumed or last is None or last.get("role") != "user" or not isinstance(last.get("content"), str)
+                or not routes(self.agent.tool_routing, runtime, state.settings.tool_choice, state.settings.tools)):
+            return
+        state.route = await state.within(route(runtime, last["content"], state.settings.tools), runtime.name)
+
     async def _instruct(self, state: RunState) -> None:
         """A system prompt made per run: called with the run's context, its text leading the
         messages; what it raises, or a result that is no text, ends the run (`CallbackFailed`)."""
@@ -160,13 +177,15 @@ class TurnLoop:
         envelopes = call_envelopes(self._envelope(runtime))
         async for event in self._resume(state):
             yield event
+        await self._route(state, runtime)
         while True:
-            kind = self._turn_kind(state)
+            route, state.route = state.route, None
+            kind = self._turn_kind(state, route)
             state.limits.before_request(state.step, state.context())
             state.step += 1
             budget = self._turn_budget(state)
             with state.model_errors(runtime.name):
-                turn_grammar = self._turn_grammar(state, runtime, envelopes, kind, budget)
+                turn_grammar = self._turn_grammar(state, runtime, envelopes, kind, budget, route)
             g, kind = turn_grammar.grammar, turn_grammar.kind
             options = dict(grammar=g, max_tokens=budget, tools=tools_json, **state.settings.generation_options())
             request = state.trace.model_request(runtime, state.step, options, withheld=turn_grammar.withheld,
@@ -198,6 +217,8 @@ class TurnLoop:
                     return
                 continue
             state.messages.append(assistant_message(turn))
+            if route is not None:  # a model routed to its call answers from its result next
+                state.must_answer = True
             if generation.token_scores is not None:
                 scored = call_argument_confidences(generation, turn.calls)
                 if scored is not None:

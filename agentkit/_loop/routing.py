@@ -1,0 +1,89 @@
+"""Tool routing: the decision to call, for a model that never starts a call by itself.
+
+A model whose chat template takes no tools was not trained to call them: listed in a system
+message, they are text it reads and answers around (SmolLM2-135M writes an invented value for
+every request of `bench.agent_values`, and its first-step likelihood of a call tells a request
+that needs a tool from one no tool fits no better than chance). It still reads a request: how
+much likelier it finds the request's text after a line saying what a tool does than after a
+line saying nothing of tools is the pointwise mutual information of request and tool. Where the
+best of those, over the tools, stands out enough (`route`, `ROUTE_THRESHOLD`), the run's first
+turn calls that tool (the model writes the arguments) and the next answers from its result;
+otherwise the first turn answers without a call.
+
+Each score is one read of the request's tokens (`Runtime.score`), the tools' reads batched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from runtimes import Runtime
+
+from .._tools.tool import Tool
+
+logger = logging.getLogger("agentkit")
+
+ToolRouting = Literal["auto"] | bool
+"""`Agent(tool_routing=...)`: "auto" routes where the runtime can score a continuation and its
+model's chat template takes no tools; True wherever the runtime can score; False never."""
+
+ROUTE_THRESHOLD = 6.4
+"""The least evidence (nats) for the best tool for the run to call it. Set on the tune half of
+`bench.agent_values` with SmolLM2-135M: its requests that need a tool gave 7.4 to 23.4, those
+no tool fits 2.9 to 5.4."""
+
+PLAIN_LINE = "A message to a chat assistant:\n"
+"""What the request follows when no tool is named: its likelihood without tools."""
+
+
+def tool_line(tool: Tool) -> str:
+    """What the request follows for `tool`: the assistant, and what the tool does (its
+    description's first line, or its name's words where it has none)."""
+    lines = (tool.description or "").strip().splitlines()
+    does = lines[0].strip() if lines else tool.name.replace("_", " ")
+    does = does[:1].lower() + does[1:]
+    return f"A message to a chat assistant that can {does}\n"
+
+
+@dataclass(frozen=True)
+class Route:
+    """What routing decided for a request: `tool`, the tool the first turn calls (None: the
+    first turn answers without a call); `information`, each tool's pointwise mutual
+    information with the request, in nats; `evidence`, the best tool's (see `route`)."""
+
+    tool: str | None
+    information: dict[str, float]
+    evidence: float
+
+
+def routes(mode: ToolRouting, runtime: Runtime, tool_choice: str, tools: Mapping[str, Tool]) -> bool:
+    """Whether a run decides its first call by routing: tools to choose from, no choice forced
+    by the caller, a runtime that can score a continuation, and (under "auto") a model whose
+    template takes no tools."""
+    if mode is False or tool_choice != "auto" or not tools or not runtime.scores_continuations:
+        return False
+    return mode is True or runtime.template_takes_tools is False
+
+
+async def route(runtime: Runtime, request: str, tools: Mapping[str, Tool],
+                threshold: float = ROUTE_THRESHOLD) -> Route:
+    """The tool `request` is for, if any reaches `threshold`.
+
+    The evidence for the best tool is its information with the request twice over: against
+    the plain line, and against the median tool's line (what any line naming a capability
+    lends the request). A request no tool fits can still follow a capability line better than
+    the plain one ("Translate ..." after "can convert a temperature"), but then so does it
+    after most tools' lines; one a tool fits stands out from them."""
+    plain, *scored = await asyncio.gather(
+        runtime.score(PLAIN_LINE, request), *(runtime.score(tool_line(t), request) for t in tools.values()))
+    information = {name: s.logprob - plain.logprob for name, s in zip(tools, scored)}
+    best = max(information, key=information.__getitem__)
+    evidence = 2 * information[best] - statistics.median(information.values())
+    chosen = best if evidence >= threshold else None
+    logger.info("routing: %s (%s, %.2f nats of evidence, threshold %.2f)", chosen or "no call", best, evidence, threshold)
+    return Route(chosen, information, evidence)

@@ -1,0 +1,173 @@
+"""Tool routing (`Agent(tool_routing=...)`, issue #67 item 2): where the model's chat template
+takes no tools, the run's first turn calls the tool the request shares the most information
+with, or answers without a call where no tool stands out; the turn after a routed call answers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentkit import Agent, InvalidArgument, ModelRequestFailed, Tool
+from agentkit._loop.routing import PLAIN_LINE, ROUTE_THRESHOLD, route, tool_line
+from runtimes import ContinuationScore, RuntimeFailure, TokenScore, Usage
+from runtimes.testing import RandomRuntime, ScriptedRuntime
+
+
+def get_weather(city: str) -> str:
+    """Get the current weather in a city."""
+    return f"Drizzle in {city}, 7.5 degrees."
+
+
+def get_price(product: str) -> float:
+    """Get the price of a product in US dollars."""
+    return 4.35
+
+
+def no_description(x: int) -> int:
+    return x
+
+
+class RoutedScripted(ScriptedRuntime):
+    """A scripted model whose template takes no tools and that scores a request after each
+    routing line with the log-probability `logprobs` gives that line (0 where none)."""
+
+    template_takes_tools = False
+    scores_continuations = True
+
+    def __init__(self, responses: list[str], logprobs: dict[str, float], fail: bool = False):
+        super().__init__(responses)
+        self.logprobs = logprobs
+        self.fail = fail
+        self.scored: list[tuple[str, str]] = []
+
+    async def score(self, prompt: Any, continuation: str) -> ContinuationScore:
+        if self.fail:
+            raise RuntimeFailure("scoring broke")
+        self.scored.append((prompt, continuation))
+        value = next((v for k, v in self.logprobs.items() if k in prompt), 0.0)
+        return ContinuationScore(continuation, [TokenScore(continuation.encode(), value)], Usage(1, 1))
+
+
+def call(name: str, **arguments: Any) -> str:
+    return json.dumps({"name": name, "arguments": arguments}, separators=(",", ":"))
+
+
+WEATHER_LINE = "get the current weather"
+TOOLS = [get_weather, get_price]
+
+
+def test_a_request_a_tool_stands_out_for_calls_it_and_then_answers():
+    rt = RoutedScripted([call("get_weather", city="Oslo"), "It drizzles in Oslo, 7.5 degrees."], {WEATHER_LINE: 10.0})
+    result = Agent(TOOLS, runtime=rt).run_sync("What is the weather in Oslo?")
+    assert result.output == "It drizzles in Oslo, 7.5 degrees."
+    first, second = rt.calls
+    assert first.grammar.accepts(call("get_weather", city="Oslo"))
+    assert not first.grammar.accepts(call("get_price", product="Oslo"))  # the routed tool alone
+    assert not first.grammar.accepts("It is sunny.")  # a call, not an answer
+    assert not second.grammar.accepts(call("get_weather", city="Oslo"))  # the answer, not another call
+    assert second.grammar.accepts("It drizzles.")
+    assert {c for _, c in rt.scored} == {"What is the weather in Oslo?"}
+    assert {p for p, _ in rt.scored} == {PLAIN_LINE} | {tool_line(t) for t in Agent(TOOLS).tools.values()}
+
+
+def test_a_request_no_tool_stands_out_for_is_answered_without_a_call():
+    rt = RoutedScripted(["A haiku about leaves."], {})
+    result = Agent(TOOLS, runtime=rt).run_sync("Write a haiku.")
+    assert result.output == "A haiku about leaves."
+    (only,) = rt.calls
+    assert not only.grammar.accepts(call("get_weather", city="Oslo"))
+
+
+@pytest.mark.parametrize("options, takes_tools", [
+    ({"tool_routing": False}, False),
+    ({"tool_choice": "required"}, False),
+    ({"tool_choice": "get_price"}, False),
+    ({}, True),
+    ({}, None),
+])
+def test_a_run_is_not_routed_where_the_model_or_the_caller_decides(options, takes_tools):
+    rt = RoutedScripted([call("get_price", product="pen"), "4.35 dollars."], {WEATHER_LINE: 10.0})
+    rt.template_takes_tools = takes_tools
+    Agent(TOOLS, runtime=rt, **options).run_sync("What is the weather in Oslo?")
+    assert not rt.scored
+    assert rt.calls[0].grammar.accepts(call("get_price", product="pen"))
+
+
+def test_routing_true_routes_a_model_trained_to_call():
+    rt = RoutedScripted([call("get_weather", city="Oslo"), "Drizzle."], {WEATHER_LINE: 10.0})
+    rt.template_takes_tools = True
+    Agent(TOOLS, runtime=rt, tool_routing=True).run_sync("What is the weather in Oslo?")
+    assert rt.scored and not rt.calls[0].grammar.accepts(call("get_price", product="pen"))
+
+
+def test_a_runtime_that_cannot_score_is_not_routed_even_when_asked():
+    rt = ScriptedRuntime([call("get_price", product="pen"), "4.35 dollars."])
+    Agent(TOOLS, runtime=rt, tool_routing=True).run_sync("What does a pen cost?")
+    assert rt.calls[0].grammar.accepts(call("get_price", product="pen"))
+
+
+def test_a_scoring_failure_ends_the_run_with_its_messages():
+    rt = RoutedScripted(["unused"], {}, fail=True)
+    with pytest.raises(ModelRequestFailed, match="scoring broke") as caught:
+        Agent(TOOLS, runtime=rt).run_sync("What is the weather in Oslo?")
+    assert caught.value.messages[-1]["content"] == "What is the weather in Oslo?"
+
+
+@pytest.mark.parametrize("value", ["yes", None, 1])
+def test_tool_routing_must_be_auto_true_or_false(value):
+    with pytest.raises(InvalidArgument, match="tool_routing"):
+        Agent(TOOLS, tool_routing=value)
+
+
+def test_a_tool_without_a_description_is_named_by_its_words():
+    assert tool_line(Agent([no_description]).tools["no_description"]) == (
+        "A message to a chat assistant that can no description\n")
+
+
+class Fixed(RoutedScripted):
+    """Scores a request after a line by the line alone (`logprobs[line]`)."""
+
+    async def score(self, prompt: Any, continuation: str) -> ContinuationScore:
+        return ContinuationScore(continuation, [TokenScore(b"x", self.logprobs[prompt])], Usage(1, 1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.integers(-300, 300).map(lambda n: n / 10), min_size=1, max_size=8, unique=True),
+       plain=st.integers(-600, 0).map(lambda n: n / 10), threshold=st.floats(-20, 40))
+def test_the_route_is_the_tool_of_most_information_where_its_evidence_reaches_the_threshold(values, plain, threshold):
+    tools = {f"t{i}": Tool.from_function(no_description, name=f"t{i}", description=f"do thing {i}")
+             for i in range(len(values))}
+    rt = Fixed([], {PLAIN_LINE: plain, **{tool_line(t): plain + v for t, v in zip(tools.values(), values)}})
+    decided = asyncio.run(route(rt, "a request", tools, threshold))
+    assert list(decided.information.values()) == pytest.approx(values, abs=1e-6)
+    best = max(range(len(values)), key=values.__getitem__)
+    assert decided.evidence == pytest.approx(2 * values[best] - statistics.median(values), abs=1e-6)
+    assert decided.tool in (f"t{best}", None) and (decided.tool is None) == (decided.evidence < threshold)
+
+
+def test_the_default_threshold_is_positive():
+    assert ROUTE_THRESHOLD > 0
+
+
+def test_a_random_model_scores_for_routing_through_the_runtime():
+    rt = RandomRuntime(seed=1)
+    rt.template_takes_tools = False
+    tools = Agent(TOOLS).tools
+    decided = asyncio.run(route(rt, "What is the weather in Oslo?", tools))
+    assert set(decided.information) == set(tools)
+    assert decided.tool in (None, *tools)
+
+
+def test_a_routed_calls_arguments_are_held_to_the_conversation():
+    rt = RoutedScripted([call("get_weather", city="Oslo"), "Drizzle."], {WEATHER_LINE: 10.0})
+    Agent(TOOLS, runtime=rt).run_sync("What is the weather in Oslo?")
+    assert not rt.calls[0].grammar.accepts(call("get_weather", city="Paris"))  # not in the conversation
+    unrouted = RoutedScripted([call("get_weather", city="Paris"), "Drizzle."], {WEATHER_LINE: 10.0})
+    Agent(TOOLS, runtime=unrouted, tool_routing=False).run_sync("What is the weather in Oslo?")
+    assert unrouted.calls[0].grammar.accepts(call("get_weather", city="Paris"))  # the agent's own setting
