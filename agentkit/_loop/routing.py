@@ -7,7 +7,8 @@ that needs a tool from one no tool fits no better than chance). It still reads a
 much likelier it finds the request's text after a line saying what a tool does than after a
 line saying nothing of tools is the pointwise mutual information of request and tool. Where the
 best of those, over the tools, stands out enough (`route`, `ROUTE_THRESHOLD`), the run's first
-turn calls that tool (the model writes the arguments) and the next answers from its result;
+turn calls that tool (the model writes the arguments, held to the conversation) and the next
+answers from its result, asked as a question with context (`routed_answer_messages`);
 otherwise the first turn answers without a call.
 
 Each score is one read of the request's tokens (`Runtime.score`), the tools' reads batched.
@@ -16,6 +17,7 @@ Each score is one read of the request's tokens (`Runtime.score`), the tools' rea
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import statistics
 from collections.abc import Mapping
@@ -24,6 +26,7 @@ from typing import Literal
 
 from runtimes import Runtime
 
+from .._messages import Message
 from .._tools.tool import Tool
 
 logger = logging.getLogger("agentkit")
@@ -59,6 +62,7 @@ class Route:
     tool: str | None
     information: dict[str, float]
     evidence: float
+    request: str
 
 
 def routes(mode: ToolRouting, runtime: Runtime, tool_choice: str, tools: Mapping[str, Tool]) -> bool:
@@ -86,4 +90,22 @@ async def route(runtime: Runtime, request: str, tools: Mapping[str, Tool],
     evidence = 2 * information[best] - statistics.median(information.values())
     chosen = best if evidence >= threshold else None
     logger.info("routing: %s (%s, %.2f nats of evidence, threshold %.2f)", chosen or "no call", best, evidence, threshold)
-    return Route(chosen, information, evidence)
+    return Route(chosen, information, evidence, request)
+
+
+def routed_answer_messages(messages: list[Message], request: str) -> list[Message]:
+    """What a routed model is asked for its answer: the system prompt, then one user message
+    with the calls made since the request and their results as context, and the request
+    again. A model never trained on tool messages writes out a listed call or code after
+    them; asked so, it answers the question."""
+    start = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+    calls = {c["id"]: c["function"] for m in messages[start:] for c in m.get("tool_calls") or ()}
+    lines = []
+    for m in messages[start:]:
+        if m.get("role") == "tool":
+            function = calls.get(m.get("tool_call_id"), {"name": m.get("name"), "arguments": "{}"})
+            arguments = json.loads(function["arguments"])
+            written = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+            lines.append(f"{function['name']}({written}) = {m.get('content')}")
+    system = [m for m in messages[:start] if m.get("role") == "system"]
+    return [*system, {"role": "user", "content": "Context: " + "\n".join(lines) + f"\nQuestion: {request}"}]

@@ -171,3 +171,16 @@ def test_a_routed_calls_arguments_are_held_to_the_conversation():
     unrouted = RoutedScripted([call("get_weather", city="Paris"), "Drizzle."], {WEATHER_LINE: 10.0})
     Agent(TOOLS, runtime=unrouted, tool_routing=False).run_sync("What is the weather in Oslo?")
     assert unrouted.calls[0].grammar.accepts(call("get_weather", city="Paris"))  # the agent's own setting
+
+
+def test_a_routed_answer_is_asked_with_the_results_as_context_and_no_tool_listing():
+    rt = RoutedScripted([call("get_weather", city="Oslo"), "It drizzles in Oslo, 7.5 degrees."], {WEATHER_LINE: 10.0})
+    result = Agent(TOOLS, runtime=rt, system_prompt="Be brief.").run_sync("What is the weather in Oslo?")
+    answer = rt.calls[1]
+    assert answer.tools is None
+    assert answer.messages == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": 'Context: get_weather(city="Oslo") = Drizzle in Oslo, 7.5 degrees.\n'
+                                    "Question: What is the weather in Oslo?"},
+    ]
+    assert [m["role"] for m in result.messages] == ["system", "user", "assistant", "tool", "assistant"]  # kept as they were
