@@ -189,10 +189,11 @@ class Agent(Generic[OutputT]):
     itself. "auto" (default): for a model whose chat template takes no tools (one never
     trained to call them, as the default SmolLM2-135M) on a runtime that can score a text
     (`Runtime.score`: the local ones), under `tool_choice="auto"`, the run's first turn calls
-    the tool whose description the model finds the request likeliest to follow (by pointwise
-    mutual information, at least `routing.ROUTE_THRESHOLD` nats), or answers without a call
-    where none reaches it; the model writes the call's arguments and every later turn. True:
-    route on any runtime that can score; False: the model decides alone.
+    the tool after whose description the model finds the request likeliest, where it stands
+    out from the other tools enough (6.4 nats of evidence, see docs/agents.md), or answers
+    without a call where none does; the model writes the call's arguments (held to the
+    conversation as under "auto") and then the answer, asked with the call's result as
+    context. True: route on any runtime that can score; False: the model decides alone.
     """
 
     # A class as `output_type` gives `Agent[that class]`; none gives `Agent[str]` (text answers);
