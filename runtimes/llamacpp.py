@@ -169,6 +169,7 @@ class LlamaCpp(LocalRuntime):
         )
         self.tool_call_envelope = tool_call_envelope(template)
         self.json_separators = json_separators(template)
+        self.template_takes_tools = self.template.takes_tools if self.template is not None else None
         self._control_texts = self._parsed_only_as_special()
         self.draft = draft
 
@@ -252,10 +253,6 @@ class LlamaCpp(LocalRuntime):
 
     def _text_ids(self, text: str) -> list[int]:
         return self._context.tokenize(text.encode("utf-8"), add_special=False, parse_special=False)
-
-    @property
-    def template_takes_tools(self) -> bool | None:  # type: ignore[override]
-        return self.template.takes_tools if self.template is not None else None
 
     def _drafter_for(self, value: object) -> Drafter | None:
         """A path (other than "prompt") names a draft model: loaded beside this one once (a

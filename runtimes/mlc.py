@@ -169,6 +169,7 @@ class MLC(LocalRuntime):
         self.template = ChatTemplate(template_text, bos_token=bos, eos_token=eos) if template_text else None
         self.tool_call_envelope = tool_call_envelope(template_text)
         self.json_separators = json_separators(template_text)
+        self.template_takes_tools = self.template.takes_tools if self.template is not None else None
         logger.info(
             "MLC loaded %s with %s on %s in %.2f s: %d-id vocabulary, %d-position context, masks on the %s",
             self.model_path, model_lib, device, time.perf_counter() - started, self.vocabulary.size,
@@ -226,10 +227,6 @@ class MLC(LocalRuntime):
 
     def _text_ids(self, text: str) -> list[int]:
         return self._plain_ids(text)
-
-    @property
-    def template_takes_tools(self) -> bool | None:  # type: ignore[override]
-        return self.template.takes_tools if self.template is not None else None
 
     def _encode(self, text: str) -> list[int]:
         return [int(i) for i in self._tokenizer.encode(text)]
