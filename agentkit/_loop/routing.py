@@ -62,7 +62,6 @@ class Route:
     tool: str | None
     information: dict[str, float]
     evidence: float
-    request: str
 
 
 def routes(mode: ToolRouting, runtime: Runtime, tool_choice: str, tools: Mapping[str, Tool]) -> bool:
@@ -90,22 +89,27 @@ async def route(runtime: Runtime, request: str, tools: Mapping[str, Tool],
     evidence = 2 * information[best] - statistics.median(information.values())
     chosen = best if evidence >= threshold else None
     logger.info("routing: %s (%s, %.2f nats of evidence, threshold %.2f)", chosen or "no call", best, evidence, threshold)
-    return Route(chosen, information, evidence, request)
+    return Route(chosen, information, evidence)
 
 
-def routed_answer_messages(messages: list[Message], request: str) -> list[Message]:
-    """What a routed model is asked for its answer: the system prompt, then one user message
-    with the calls made since the request and their results as context, and the request
-    again. A model never trained on tool messages writes out a listed call or code after
-    them; asked so, it answers the question."""
-    start = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+def routed_answer_messages(messages: list[Message], start: int) -> list[Message]:
+    """What a routed model is asked for its answer, `messages[start]` being the request it was
+    routed on: the system prompt, then one user message with the calls made since the request
+    and their results as context, and the request again; then the turns after the calls (an
+    answer refused and the correction asked) as they were. A model never trained on tool
+    messages writes out a listed call or code after them; asked so, it answers the question."""
+    request = messages[start]
     calls = {c["id"]: c["function"] for m in messages[start:] for c in m.get("tool_calls") or ()}
     lines = []
-    for m in messages[start:]:
+    later: list[Message] = []
+    for m in messages[start + 1:]:
         if m.get("role") == "tool":
             function = calls.get(m.get("tool_call_id"), {"name": m.get("name"), "arguments": "{}"})
             arguments = json.loads(function["arguments"])
             written = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
             lines.append(f"{function['name']}({written}) = {m.get('content')}")
+        elif not m.get("tool_calls"):
+            later.append(m)
     system = [m for m in messages[:start] if m.get("role") == "system"]
-    return [*system, {"role": "user", "content": "Context: " + "\n".join(lines) + f"\nQuestion: {request}"}]
+    context = {"role": "user", "content": "Context: " + "\n".join(lines) + f"\nQuestion: {request['content']}"}
+    return [*system, context, *later]

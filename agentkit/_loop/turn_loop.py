@@ -187,7 +187,7 @@ class TurnLoop:
             with state.model_errors(runtime.name):
                 turn_grammar = self._turn_grammar(state, runtime, envelopes, kind, budget, route)
             g, kind = turn_grammar.grammar, turn_grammar.kind
-            listed = None if state.routed_request is not None else tools_json
+            listed = None if state.routed_from is not None else tools_json
             options = dict(grammar=g, max_tokens=budget, tools=listed, **state.settings.generation_options())
             request = state.trace.model_request(runtime, state.step, options, withheld=turn_grammar.withheld,
                                                 ungrounded=turn_grammar.ungrounded)
@@ -220,7 +220,7 @@ class TurnLoop:
             state.messages.append(assistant_message(turn))
             if route is not None:  # a model routed to its call answers from its result next
                 state.must_answer = True
-                state.routed_request = route.request
+                state.routed_from = max(i for i, m in enumerate(state.messages) if m.get("role") == "user")
             if generation.token_scores is not None:
                 scored = call_argument_confidences(generation, turn.calls)
                 if scored is not None:
@@ -296,8 +296,8 @@ class TurnLoop:
         note joins the system message (sent, not kept in the conversation, so a history carries
         none of it into a run with another `tool_prompt`), except for a model whose template
         teaches a Python list of calls, which holds several calls already."""
-        if state.routed_request is not None:
-            return routed_answer_messages(state.messages, state.routed_request)
+        if state.routed_from is not None:
+            return routed_answer_messages(state.messages, state.routed_from)
         listed = self.agent.tool_prompt == "json_list" and runtime.tool_call_envelope != "python"
         return for_model(state.messages, self.agent.tool_note if listed and state.settings.tools else None)
 

@@ -184,3 +184,22 @@ def test_a_routed_answer_is_asked_with_the_results_as_context_and_no_tool_listin
                                     "Question: What is the weather in Oslo?"},
     ]
     assert [m["role"] for m in result.messages] == ["system", "user", "assistant", "tool", "assistant"]  # kept as they were
+
+
+def test_a_refused_routed_answer_is_asked_again_with_the_context_and_the_correction():
+    from agentkit import ModelRetry
+
+    def in_celsius(answer: str) -> str:
+        if "degrees" not in answer:
+            raise ModelRetry("say the temperature in degrees")
+        return answer
+
+    rt = RoutedScripted([call("get_weather", city="Oslo"), "It drizzles.", "7.5 degrees."], {WEATHER_LINE: 10.0})
+    result = Agent(TOOLS, runtime=rt, output_validator=in_celsius).run_sync("What is the weather in Oslo?")
+    assert result.output == "7.5 degrees."
+    again = rt.calls[2].messages
+    assert again[0] == {"role": "user", "content": 'Context: get_weather(city="Oslo") = Drizzle in Oslo, 7.5 degrees.\n'
+                                                   "Question: What is the weather in Oslo?"}
+    assert again[1] == {"role": "assistant", "content": "It drizzles."}
+    assert again[2]["role"] == "user" and "say the temperature in degrees" in again[2]["content"]
+    assert len(again) == 3
