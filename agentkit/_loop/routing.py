@@ -92,12 +92,24 @@ async def route(runtime: Runtime, request: str, tools: Mapping[str, Tool],
     return Route(chosen, information, evidence)
 
 
+ANSWERED_EXAMPLE: tuple[Message, ...] = (
+    {"role": "user", "content": 'Context: get_distance(start="Lyon", end="Nice") = 471\n'
+                                "Question: How far is it from Lyon to Nice?"},
+    {"role": "assistant", "content": "It is 471 km from Lyon to Nice."},
+)
+"""A question answered from its context, shown before the routed one. Asked with context alone,
+SmolLM2-135M explains how one would find the answer (a formula, code) for most requests; shown
+one answered, it states the result (`python -m bench.answer_step`, the right calls made and
+their results given: 5 → 14 of 18 right on the tune half, 10 → 15 on the measured half)."""
+
+
 def routed_answer_messages(messages: list[Message], start: int) -> list[Message]:
     """What a routed model is asked for its answer, `messages[start]` being the request it was
     routed on: the system prompt, then one user message with the calls made since the request
-    and their results as context, and the request again; then the turns after the calls (an
-    answer refused and the correction asked) as they were. A model never trained on tool
-    messages writes out a listed call or code after them; asked so, it answers the question."""
+    and their results as context, and the request again, after one such question answered
+    (`ANSWERED_EXAMPLE`); then the turns after the calls (an answer refused and the correction
+    asked) as they were. A model never trained on tool messages writes out a listed call or
+    code after them; asked so, it answers the question."""
     request = messages[start]
     calls = {c["id"]: c["function"] for m in messages[start:] for c in m.get("tool_calls") or ()}
     lines = []
@@ -112,4 +124,4 @@ def routed_answer_messages(messages: list[Message], start: int) -> list[Message]
             later.append(m)
     system = [m for m in messages[:start] if m.get("role") == "system"]
     context = {"role": "user", "content": "Context: " + "\n".join(lines) + f"\nQuestion: {request['content']}"}
-    return [*system, context, *later]
+    return [*system, *ANSWERED_EXAMPLE, context, *later]

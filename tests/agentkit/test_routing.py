@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentkit import Agent, InvalidArgument, ModelRequestFailed, Tool
-from agentkit._loop.routing import PLAIN_LINE, ROUTE_THRESHOLD, route, tool_line
+from agentkit._loop.routing import ANSWERED_EXAMPLE, PLAIN_LINE, ROUTE_THRESHOLD, route, tool_line
 from runtimes import ContinuationScore, RuntimeFailure, TokenScore, Usage
 from runtimes.testing import RandomRuntime, ScriptedRuntime
 
@@ -180,6 +180,7 @@ def test_a_routed_answer_is_asked_with_the_results_as_context_and_no_tool_listin
     assert answer.tools is None
     assert answer.messages == [
         {"role": "system", "content": "Be brief."},
+        *ANSWERED_EXAMPLE,
         {"role": "user", "content": 'Context: get_weather(city="Oslo") = Drizzle in Oslo, 7.5 degrees.\n'
                                     "Question: What is the weather in Oslo?"},
     ]
@@ -197,7 +198,7 @@ def test_a_refused_routed_answer_is_asked_again_with_the_context_and_the_correct
     rt = RoutedScripted([call("get_weather", city="Oslo"), "It drizzles.", "7.5 degrees."], {WEATHER_LINE: 10.0})
     result = Agent(TOOLS, runtime=rt, output_validator=in_celsius).run_sync("What is the weather in Oslo?")
     assert result.output == "7.5 degrees."
-    again = rt.calls[2].messages
+    again = rt.calls[2].messages[len(ANSWERED_EXAMPLE):]
     assert again[0] == {"role": "user", "content": 'Context: get_weather(city="Oslo") = Drizzle in Oslo, 7.5 degrees.\n'
                                                    "Question: What is the weather in Oslo?"}
     assert again[1] == {"role": "assistant", "content": "It drizzles."}
