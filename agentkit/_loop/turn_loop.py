@@ -105,15 +105,16 @@ class TurnLoop:
         grammars, tools = self.agent._grammars, self._turn_tools(state, route)
         output = self.agent.output
         answer = output.grammar_in(output.form_for(runtime)) if output is not None else None
+        calls = 1 if route is not None else None  # routing chose one call
         if not getattr(runtime, "steers_budget", True):
-            return GroundedTurn(grammars.get(tools, envelopes, kind, budget, answer), kind)
+            return GroundedTurn(grammars.get(tools, envelopes, kind, budget, answer, calls), kind)
         mode = state.settings.model.get("grounded_arguments", self.agent.grounded_arguments)
         if route is not None and mode is False:  # a routed model copies examples, or runs out of tokens
             mode = "auto"
         if not grammars.holds_arguments(tools, mode):
-            return GroundedTurn(grammars.get(tools, envelopes, kind, answer=answer), kind)
+            return GroundedTurn(grammars.get(tools, envelopes, kind, answer=answer, max_calls=calls), kind)
         text = conversation_text(state.messages, self.agent._instructions(state.settings.tools))
-        turn = grammars.grounded(tools, envelopes, kind, mode, text, answer)
+        turn = grammars.grounded(tools, envelopes, kind, mode, text, answer, calls)
         if turn.ungrounded:
             state.ungrounded_turns.append(state.step)
             logger.info("turn %d: the conversation holds no value for a required argument of %s, and a call is "

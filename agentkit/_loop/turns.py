@@ -58,28 +58,30 @@ class TurnGrammars:
     envelopes calls may be written in, its kind, and the typed answer's grammar in the form of
     JSON the runtime's model was shown (`answer`: `OutputSpec.grammar_in(form_for(runtime))`; the type's
     own grammar where not given); `output` (the typed final answer, if
-    any), `max_calls` per turn and `reasoning` are the agent's and fixed."""
+    any), `max_calls` per turn (unless a turn asks for fewer: a routed turn makes one call)
+    and `reasoning` are the agent's and fixed."""
 
     def __init__(self, output: OutputSpec[object] | None, max_calls: int, reasoning: ReasoningSpan | None):
         self.output = output
         self.max_calls = max_calls
         self.reasoning = reasoning
-        self._built: dict[tuple[tuple[Tool, ...], tuple[Envelope, ...], TurnKind, int | None, Grammar | None],
+        self._built: dict[tuple[tuple[Tool, ...], tuple[Envelope, ...], TurnKind, int | None, Grammar | None, int],
                           Grammar | None] = {}
         self._marked: dict[tuple[tuple[Tool, ...], GroundedMode], tuple[_Marked, ...] | None] = {}
         self._grounded: collections.OrderedDict[tuple[object, ...], GroundedTurn] = collections.OrderedDict()
 
     def get(self, tools: Mapping[str, Tool], envelopes: tuple[Envelope, ...], kind: TurnKind,
-            max_bytes: int | None = None, answer: Grammar | None = None) -> Grammar | None:
+            max_bytes: int | None = None, answer: Grammar | None = None, max_calls: int | None = None) -> Grammar | None:
         """The grammar a turn of `kind` is held to, for `tools` written in `envelopes`.
 
         `max_bytes`: every sentence at most that many bytes, for a runtime that cannot close a
         turn at its token budget itself (a server): a token is at least a byte, so the turn
         then always ends within as many tokens. `grammar.LimitError` where not even the
         shortest turn fits."""
-        key = (tuple(tools.values()), envelopes, kind, max_bytes, answer)
+        calls = max_calls or self.max_calls
+        key = (tuple(tools.values()), envelopes, kind, max_bytes, answer, calls)
         if key not in self._built:
-            g, _ = self._build([t.tool_schema() for t in key[0]], envelopes, kind, max_bytes, answer)
+            g, _ = self._build([t.tool_schema() for t in key[0]], envelopes, kind, max_bytes, answer, calls)
             self._built[key] = self._finish(g, max_bytes)
         return self._built[key]
 
@@ -88,21 +90,23 @@ class TurnGrammars:
         return self._marks(tuple(tools.values()), mode) is not None
 
     def grounded(self, tools: Mapping[str, Tool], envelopes: tuple[Envelope, ...], kind: TurnKind,
-                 mode: GroundedMode, text: str, answer: Grammar | None = None) -> GroundedTurn:
+                 mode: GroundedMode, text: str, answer: Grammar | None = None,
+                 max_calls: int | None = None) -> GroundedTurn:
         """The turn of `kind` with its tools' chosen arguments held to `text`: those `mode`
         picks ("auto": by `marked_schema`'s rule) and those a tool marks itself (`Grounded()`,
         `Grounded(False)`: a mark wins over the mode). A tool with a required argument that
         `text` holds no value for is not offered; where that leaves none, the turn may only
         answer, or where it must call, it is the plain turn, `ungrounded`. Never an empty
         grammar: an argument `text` cannot hold otherwise keeps its plain grammar."""
+        calls = max_calls or self.max_calls
         marked = self._marks(tuple(tools.values()), mode) if kind != "answer" else None
         if not marked:
-            return GroundedTurn(self.get(tools, envelopes, kind, answer=answer), kind)
-        key = (tuple(tools.values()), envelopes, kind, mode, text, answer)
+            return GroundedTurn(self.get(tools, envelopes, kind, answer=answer, max_calls=calls), kind)
+        key = (tuple(tools.values()), envelopes, kind, mode, text, answer, calls)
         found = self._grounded.get(key)
         if found is None:
             found = self._grounded[key] = self._ground(tools, marked, envelopes, kind, grammar.Grounding(text),
-                                                                answer)
+                                                       answer, calls)
             if len(self._grounded) > GROUNDED_TURNS:
                 self._grounded.popitem(last=False)
         else:
@@ -110,18 +114,19 @@ class TurnGrammars:
         return found
 
     def _ground(self, tools: Mapping[str, Tool], marked: tuple[_Marked, ...], envelopes: tuple[Envelope, ...],
-                kind: TurnKind, grounding: grammar.Grounding, answer: Grammar | None) -> GroundedTurn:
-        g, notes = self._build([m.schema for m in marked], envelopes, kind, None, answer, grounding)
+                kind: TurnKind, grounding: grammar.Grounding, answer: Grammar | None, calls: int) -> GroundedTurn:
+        g, notes = self._build([m.schema for m in marked], envelopes, kind, None, answer, calls, grounding)
         withheld = _unfilled(marked, notes)
         if not withheld:
             return GroundedTurn(self._finish(g, None), kind)
         offered = [m for m in marked if m.schema.name not in withheld]
         names = tuple(m.schema.name for m in marked if m.schema.name in withheld)
         if offered:
-            g, _ = self._build([m.schema for m in offered], envelopes, kind, None, answer, grounding)
+            g, _ = self._build([m.schema for m in offered], envelopes, kind, None, answer, calls, grounding)
             return GroundedTurn(self._finish(g, None), kind, names)
         if kind == "calls":  # a call is required, and none could be grounded: the plain turn
-            return GroundedTurn(self.get(tools, envelopes, kind, answer=answer), kind, names, ungrounded=True)
+            return GroundedTurn(self.get(tools, envelopes, kind, answer=answer, max_calls=calls), kind, names,
+                                ungrounded=True)
         return GroundedTurn(self.get(tools, envelopes, "answer", answer=answer), "answer", names)
 
     def _marks(self, tools: tuple[Tool, ...], mode: GroundedMode) -> tuple[_Marked, ...] | None:
@@ -146,11 +151,11 @@ class TurnGrammars:
         return g
 
     def _build(self, schemas: Sequence[ToolSchema], envelopes: tuple[Envelope, ...], kind: TurnKind,
-               max_bytes: int | None, answer: Grammar | None,
+               max_bytes: int | None, answer: Grammar | None, max_calls: int,
                grounding: grammar.Grounding | None = None) -> tuple[Grammar | None, tuple[GroundedField, ...]]:
         """The turn's grammar, and what its grounding did to the tools' arguments."""
         output = answer if answer is not None else self.output.grammar if self.output else None
-        options = {"envelope": envelopes, "max_calls": self.max_calls, "lenient": True,
+        options = {"envelope": envelopes, "max_calls": max_calls, "lenient": True,
                    "whitespace": CALL_WHITESPACE, "preamble": preamble(kind, envelopes, self.output is not None),
                    "max_bytes": max_bytes, "grounding": grounding}
         if not schemas:

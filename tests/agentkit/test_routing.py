@@ -204,3 +204,14 @@ def test_a_refused_routed_answer_is_asked_again_with_the_context_and_the_correct
     assert again[1] == {"role": "assistant", "content": "It drizzles."}
     assert again[2]["role"] == "user" and "say the temperature in degrees" in again[2]["content"]
     assert len(again) == 3
+
+
+def test_a_routed_turn_makes_one_call():
+    two = f'[{call("get_weather", city="Oslo")}, {call("get_weather", city="Oslo")}]'
+    rt = RoutedScripted([call("get_weather", city="Oslo"), "Drizzle."], {WEATHER_LINE: 10.0})
+    Agent(TOOLS, runtime=rt).run_sync("What is the weather in Oslo?")
+    assert rt.calls[0].grammar.accepts(call("get_weather", city="Oslo"))
+    assert not rt.calls[0].grammar.accepts(two)
+    unrouted = RoutedScripted([two, "Drizzle."], {WEATHER_LINE: 10.0})
+    Agent(TOOLS, runtime=unrouted, tool_routing=False).run_sync("What is the weather in Oslo?")
+    assert unrouted.calls[0].grammar.accepts(two)  # the agent's own max_calls_per_turn
