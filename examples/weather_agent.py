@@ -1,12 +1,14 @@
 """A weather agent with two tools: a lookup and a unit conversion.
 
-    python examples/weather_agent.py ["What is the weather in Paris, in Fahrenheit?"]
+    python examples/weather_agent.py ["What is the temperature in Paris?"]
 
 Runs on the embedded default model (SmolLM2-135M on llama.cpp). Every tool call the model
-makes is held by a grammar built from the type hints below, so each one parses and validates,
-and its arguments are held to what the user and the tools wrote (`grounded_arguments=True`):
-the city is one the question names, the temperature converted one a tool returned. Which tool
-the model calls, and what it answers, is still up to the model (a 135M model often errs).
+makes is held by a grammar built from the type hints below, so each one parses and validates.
+This model was not trained to call tools: the agent routes the request to the tool it is
+about (`tool_routing`, see docs/agents.md), holds the call's arguments to what the user wrote
+(the city is one the question names), and asks for the answer from the tool's result. A
+request that needs two calls in turn ("..., in Fahrenheit?": the weather, then the
+conversion) gets the first only, on this model; what it answers is still the model's.
 """
 
 from __future__ import annotations
@@ -50,8 +52,6 @@ async def convert_temperature(celsius: float, to: Literal["fahrenheit", "kelvin"
 agent = Agent(
     [get_weather, convert_temperature],
     system_prompt="You are a weather assistant. Use the tools, then answer in one short sentence.",
-    tool_choice="required",  # call a tool before answering
-    grounded_arguments=True,  # arguments from the conversation, never from a docstring's example
     max_steps=4,
     max_tokens=160,
 )
@@ -77,4 +77,4 @@ async def main(question: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(" ".join(sys.argv[1:]) or "What is the weather in Paris, in Fahrenheit?"))
+    asyncio.run(main(" ".join(sys.argv[1:]) or "What is the temperature in Paris?"))
