@@ -175,9 +175,11 @@ class Agent(Generic[OutputT]):
     `grounded_arguments`: which tool arguments each turn holds to the conversation's text (the
     system prompt, the user's messages, the tool results so far; not the tool listing, so a
     docstring's example never becomes a call's value): a string to a span of it, a number to
-    one it writes. False (default): only those a tool marks (`Annotated[float, Grounded()]`);
-    True: every plain string and number; "auto": numbers, and strings but date-times, durations
-    and composed text (a description, a reason, a note), as extractions choose. A tool's own marks win
+    one it writes. "auto" (default): numbers, and required strings but date-times, durations,
+    enums and composed text (a description, a reason, a note), as extractions choose; True:
+    every plain string and number; False: only those a tool marks (`Annotated[float,
+    Grounded()]`), for a value the user does not write as the tool wants it ("USD" for
+    "dollars", "umbrella" for "umbrellas"). A tool's own marks win
     (`Grounded(False)` keeps an argument free). A tool with a required held argument the
     conversation holds no value for is not offered that turn, so a conversion waits for the
     temperature it converts; where no tool is left and a call is required, the turn is held
@@ -219,7 +221,7 @@ class Agent(Generic[OutputT]):
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
-        grounded_arguments: GroundedMode = False,
+        grounded_arguments: GroundedMode = "auto",
         tool_routing: ToolRouting = "auto",
         temperature: float = 0.0,
         top_p: float = 1.0,
@@ -251,7 +253,7 @@ class Agent(Generic[OutputT]):
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
-        grounded_arguments: GroundedMode = False,
+        grounded_arguments: GroundedMode = "auto",
         tool_routing: ToolRouting = "auto",
         temperature: float = 0.0,
         top_p: float = 1.0,
@@ -282,7 +284,7 @@ class Agent(Generic[OutputT]):
         repeat_calls: RepeatCalls = "reuse",
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
-        grounded_arguments: GroundedMode = False,
+        grounded_arguments: GroundedMode = "auto",
         tool_routing: ToolRouting = "auto",
         temperature: float = 0.0,
         top_p: float = 1.0,

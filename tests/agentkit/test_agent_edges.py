@@ -59,7 +59,7 @@ def test_a_tools_huge_error_message_is_logged_cut(kind: str, caplog: pytest.LogC
 
     caplog.set_level(logging.INFO, logger="agentkit")
     rt = ScriptedRuntime(['{"name": "noisy", "arguments": {"x": 1}}', "Done."])
-    result = Agent([noisy], rt, max_retries=3).run_sync("go")
+    result = Agent([noisy], rt, max_retries=3).run_sync("go with 1")
     assert result.output == "Done."
     lines = [r.getMessage() for r in caplog.records]
     assert lines and max(len(line) for line in lines) < 2_000

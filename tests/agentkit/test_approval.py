@@ -109,7 +109,7 @@ async def test_the_turns_other_calls_run_before_the_stop_and_not_again() -> None
     both = turn(call("balance", {"account": "main"}), call("send_money", {"to": "Ann", "amount": 5}))
     rt = ScriptedRuntime([both, "Done."])
     agent = Agent([send_money, balance], rt)
-    paused = await agent.run("Check and send")
+    paused = await agent.run("Check the main balance and send Ann 5")
     assert RUNS == {"balance:main": 1} and [p.tool for p in paused.pending] == ["send_money"]
     done = await agent.run(message_history=paused.messages, approvals={paused.pending[0].id: paused.pending[0].approve()})
     assert RUNS == {"balance:main": 1, "send_money:Ann:5": 1}
@@ -165,7 +165,7 @@ def test_every_call_is_answered_once_and_runs_at_most_once(plan: list[tuple[bool
     calls = [call("send_money" if held else "balance", {"to": f"p{i}", "amount": i} if held else {"account": f"a{i}"})
              for i, (held, _) in enumerate(plan)]
     rt = ScriptedRuntime([turn(*calls), "Done."])
-    agent = Agent([send_money, balance], rt, max_calls_per_turn=4, answer_on_repeat=False)
+    agent = Agent([send_money, balance], rt, max_calls_per_turn=4, answer_on_repeat=False, grounded_arguments=False)
     result = agent.run_sync("go")
     decisions = {p.id: decide(p, plan[int(p.arguments.to[1:])][1]) for p in result.pending}
     if result.pending:
@@ -188,7 +188,7 @@ async def test_call_ids_stay_unique_across_a_resumed_conversation() -> None:
     second = turn(call("send_money", {"to": "Ann", "amount": 2}))
     rt = ScriptedRuntime([first, second, "Both sent."])
     agent = Agent([send_money], rt)
-    paused = await agent.run("Send 1 then 2")
+    paused = await agent.run("Send Ann 1, then 2")
     again = await agent.run(message_history=paused.messages, approvals={paused.pending[0].id: paused.pending[0].approve()})
     assert again.pending and again.pending[0].id != paused.pending[0].id
     done = await agent.run(message_history=again.messages, approvals={again.pending[0].id: again.pending[0].approve()})
@@ -212,7 +212,7 @@ async def test_a_turn_that_goes_in_circles_and_waits_loses_no_call() -> None:
     second = again.replace('"balance"', '"steady_balance"')
     rt = ScriptedRuntime([first, second, "Done."])
     agent = Agent([send_money, steady_balance], rt)
-    paused = await agent.run("Check twice, then send")
+    paused = await agent.run("Check the main balance twice, then send Ann 5")
     assert [p.tool for p in paused.pending] == ["send_money"] and paused.messages[-1]["role"] == "tool"
     done = await agent.run(message_history=paused.messages, approvals={paused.pending[0].id: paused.pending[0].approve()})
     assert done.output == "Done." and RUNS["send_money:Ann:5"] == 1 and RUNS["steady:main"] == 1
@@ -367,7 +367,7 @@ async def test_the_idempotency_key_is_the_same_on_every_resume(monkeypatch: pyte
         return "seen"
 
     both = turn(call("look", {"x": 1}), call("pay", {"amount": 5}))
-    agent = Agent([pay, look], ScriptedRuntime([both, "Paid.", "Paid."]))
+    agent = Agent([pay, look], ScriptedRuntime([both, "Paid.", "Paid."]), grounded_arguments=False)
     paused = await agent.run("Pay 5")
     stored = messages_to_json(paused.messages)
     for _ in range(2):  # two processes, each resuming the same stored conversation

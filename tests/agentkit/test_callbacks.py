@@ -135,7 +135,7 @@ def test_keyboard_interrupt_from_a_callback_still_interrupts(where: str) -> None
     agent = (Agent([lookup], rt, output_validator=interrupt) if where == "output_validator"
              else Agent([lookup], rt, requires_approval=interrupt))
     with pytest.raises(KeyboardInterrupt):
-        agent.run_sync("go")
+        agent.run_sync("Look 3 up")
 
 
 def test_a_sync_validator_that_returns_past_the_timeout_times_the_run_out() -> None:
@@ -164,7 +164,7 @@ def test_an_async_predicate_decides() -> None:
         await asyncio.sleep(0)
         return call.arguments.x > 2
 
-    paused = Agent([lookup], ScriptedRuntime([CALL]), requires_approval=costly).run_sync("go")
+    paused = Agent([lookup], ScriptedRuntime([CALL]), requires_approval=costly).run_sync("Look 3 up")
     assert [p.tool for p in paused.pending] == ["lookup"]
 
 

@@ -144,7 +144,7 @@ def test_a_parameters_own_mark_wins_over_the_mode():
         return factor
 
     runtime, seen = grammars_seen([call("scale", factor=2, label="anything"), "done"])
-    Agent([scale], runtime).run_sync("Scale it by 2.")  # grounded_arguments=False: the mark holds
+    Agent([scale], runtime, grounded_arguments=False).run_sync("Scale it by 2.")  # the mark holds
     assert seen[0].accepts(call("scale", factor=2, label="free text"))
     assert not seen[0].accepts(call("scale", factor=3))
     runtime, seen = grammars_seen(["done"])
@@ -181,11 +181,13 @@ def test_auto_leaves_optional_parameters_free():
 
 
 def test_a_run_sets_its_own_mode_in_model_settings():
-    runtime, seen = grammars_seen(["ok", "ok"])
-    agent = Agent([weather], runtime)
+    runtime, seen = grammars_seen(["ok", "ok", "ok"])
+    agent = Agent([weather], runtime)  # the default, "auto", holds the city
     agent.run_sync("Weather in Oslo?")
+    agent.run_sync("Weather in Oslo?", model_settings={"grounded_arguments": False})
     agent.run_sync("Weather in Oslo?", model_settings={"grounded_arguments": True})
-    plain, held = seen
+    auto, plain, held = seen
+    assert auto.accepts(call("weather", city="Oslo")) and not auto.accepts(call("weather", city="Rome"))
     assert plain.accepts(call("weather", city="Rome")) and not held.accepts(call("weather", city="Rome"))
     with pytest.raises(InvalidArgument, match="grounded_arguments"):
         agent.run_sync("x", model_settings={"grounded_arguments": "yes"})

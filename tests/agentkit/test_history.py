@@ -54,7 +54,7 @@ def test_messages_load_back_equal(messages: list[dict[str, Any]]) -> None:
 
 async def test_a_runs_messages_hold_structured_calls_and_round_trip() -> None:
     both = call("get_weather", {"city": "Oslo"}) + "\n" + call("get_weather", {"city": "Rome", "days": 2})
-    result = await Agent([get_weather], ScriptedRuntime([both, "Cool in Oslo, warm in Rome."])).run("Weather?")
+    result = await Agent([get_weather], ScriptedRuntime([both, "Cool in Oslo, warm in Rome."])).run("Weather in Oslo and Rome?")
     assistant = result.messages[1]
     assert assistant["content"] == both
     calls = assistant["tool_calls"]

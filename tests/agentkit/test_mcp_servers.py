@@ -175,7 +175,7 @@ async def test_agent_receives_the_time_servers_real_answer() -> None:
     async with time_server() as server:
         tools = await bounded(server.list_tools())
         runtime = ScriptedRuntime([call("get_current_time", {"timezone": "Europe/Paris"}), "It is morning in Paris."])
-        result = await bounded(Agent(tools, runtime).run("What time is it in Paris?"))
+        result = await bounded(Agent(tools, runtime).run("What time is it in Europe/Paris?"))
     [record] = result.tool_calls
     assert record.ok and record.arguments == {"timezone": "Europe/Paris"}
     assert record.result["timezone"] == "Europe/Paris" and set(record.result) == {"timezone", "datetime", "day_of_week", "is_dst"}
@@ -188,7 +188,7 @@ async def test_agent_feeds_an_is_error_result_back_to_the_model() -> None:
     async with time_server() as server:
         tools = await bounded(server.list_tools())
         runtime = ScriptedRuntime([call("get_current_time", {"timezone": "Mars/Olympus"}), "I do not know that place."])
-        result = await bounded(Agent(tools, runtime).run("Time on Mars?"))
+        result = await bounded(Agent(tools, runtime).run("What time is it in Mars/Olympus?"))
     [record] = result.tool_calls
     assert isinstance(record.error, MCPToolError)
     [fed_back] = [m for m in result.messages if m["role"] == "tool"]
@@ -317,7 +317,7 @@ async def test_a_server_lost_mid_run_ends_the_run_with_its_messages() -> None:
         tools = {t.name: t for t in await bounded(server.list_tools())}
         pid = int(await bounded(tools["pid"].call({})))
         runtime = ScriptedRuntime([call("slow", {"seconds": 60}), "Unreachable."])
-        run = asyncio.create_task(Agent(list(tools.values()), runtime).run("Wait."))
+        run = asyncio.create_task(Agent(list(tools.values()), runtime).run("Wait 60 seconds."))
         await asyncio.sleep(0.5)
         os.kill(pid, signal.SIGKILL)
         with pytest.raises(MCPServerLost) as error:

@@ -42,7 +42,7 @@ class Answer(BaseModel):
 
 async def test_a_tools_model_retry_goes_back_and_a_later_call_fixes_it() -> None:
     rt = ScriptedRuntime([call("find_user", '{"name":"Ann"}'), call("find_user", '{"name":"Ann Lee"}'), "Found."])
-    result = await Agent([find_user], rt).run("Find Ann")
+    result = await Agent([find_user], rt).run("Find Ann Lee")
     assert result.output == "Found."
     first, second = result.tool_calls
     assert isinstance(first.error, ModelRetry) and second.result == "user Ann Lee"

@@ -93,7 +93,7 @@ async def test_a_call_that_failed_runs_again() -> None:
 
     again = call("flaky", '{"x":1}')
     rt = ScriptedRuntime([again, again, again, "1."])
-    result = await Agent([flaky], rt).run("go")
+    result = await Agent([flaky], rt, grounded_arguments=False).run("go")
     assert attempts == [1, 1]  # the retry after the failure ran; the third call reused it
     failed, retried, repeated = result.tool_calls
     assert isinstance(failed.error, ConnectionError) and failed.repeat_of is None
@@ -211,7 +211,7 @@ async def test_a_call_that_fails_again_alike_is_answered_too() -> None:
     kenya = call("get_population", '{"city":"Kenya"}')
     nairobi = call("get_population", '{"city":"Nairobi"}')
     rt = ScriptedRuntime([kenya, nairobi, kenya, "I could not find it."])
-    result = await Agent([get_population], rt).run("How many live in Kenya's capital?")
+    result = await Agent([get_population], rt, grounded_arguments=False).run("How many live in Kenya's capital?")
     assert result.output == "I could not find it." and result.steps == 4
     grammars = [r.grammar for r in rt.calls]
     assert all(g.accepts(kenya) for g in grammars[:3]) and not grammars[3].accepts(kenya)
@@ -296,7 +296,7 @@ def test_calls_that_serialise_alike_but_differ_are_not_repeats(fn: Any) -> None:
     UNLOCKED.clear()
     first, second = call("unlock", '{"secret":"A"}'), call("unlock", '{"secret":"B"}')
     rt = ScriptedRuntime([first + "\n" + second + "\n" + first, "done"])
-    result = Agent([tool(fn, name="unlock")], rt).run_sync("open")
+    result = Agent([tool(fn, name="unlock")], rt, grounded_arguments=False).run_sync("open")
     assert UNLOCKED == ["A", "B"]  # the third call repeats the first, and only it
     assert [r.result for r in result.tool_calls] == ["opened with A", "opened with B", "opened with A"]
     assert [r.repeat_of for r in result.tool_calls] == [None, None, result.tool_calls[0].call.id]
@@ -317,6 +317,6 @@ def test_equal_values_that_the_tool_sees_differently_are_not_repeats() -> None:
         call("schedule", '{"at":"2026-01-01T12:00:00+00:00","amount":"1.0","ratio":-0.0}'),  # an equal float
     ]
     rt = ScriptedRuntime(["\n".join(calls), "done"])
-    result = Agent([tool(schedule)], rt, max_calls_per_turn=4).run_sync("pay")
+    result = Agent([tool(schedule)], rt, max_calls_per_turn=4, grounded_arguments=False).run_sync("pay")
     assert len(runs) == 4 and all(r.repeat_of is None for r in result.tool_calls)
 

@@ -37,9 +37,9 @@ def script(attempts: int) -> ScriptedRuntime:
 
 def test_a_tools_own_retries_win_over_the_agents() -> None:
     with pytest.raises(ToolRetriesExceeded) as info:
-        Agent([picky(1, retries=0)], script(2), max_retries=5).run_sync("?")
+        Agent([picky(1, retries=0)], script(2), max_retries=5, grounded_arguments=False).run_sync("?")
     assert info.value.tool == "lookup"
-    result = Agent([picky(3, retries=3)], script(4), max_retries=0).run_sync("?")
+    result = Agent([picky(3, retries=3)], script(4), max_retries=0, grounded_arguments=False).run_sync("?")
     assert result.output == "Done." and len(result.retries) == 3
 
 
@@ -53,7 +53,7 @@ def test_the_constructor_and_schema_tools_take_retries() -> None:
     schema_tool = Tool.from_json_schema("lookup", {"type": "object"}, lambda arguments: "x", retries=2)
     assert schema_tool.retries == 2
     with pytest.raises(ToolRetriesExceeded):
-        Agent([Tool(lookup, retries=1)], script(2), max_retries=9).run_sync("?")
+        Agent([Tool(lookup, retries=1)], script(2), max_retries=9, grounded_arguments=False).run_sync("?")
 
 
 @pytest.mark.parametrize("retries", [-1, 1.5, True, "2"])
@@ -70,7 +70,8 @@ def test_retries_that_are_no_count_are_refused(retries: Any) -> None:
 @given(failures=st.integers(0, 4), retries=st.one_of(st.none(), st.integers(0, 4)), max_retries=st.integers(0, 4))
 def test_a_tool_is_corrected_exactly_as_often_as_its_budget(failures: int, retries: int | None, max_retries: int) -> None:
     budget = max_retries if retries is None else retries
-    agent = Agent([picky(failures, retries=retries)], script(failures + 1), max_retries=max_retries)
+    agent = Agent([picky(failures, retries=retries)], script(failures + 1), max_retries=max_retries,
+                  grounded_arguments=False)
     if failures <= budget:
         assert agent.run_sync("?").output == "Done."
     else:

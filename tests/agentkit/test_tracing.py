@@ -97,7 +97,7 @@ async def test_outcomes_and_errors_are_on_the_spans(spans: Any) -> None:
     rt = ScriptedRuntime([call("fussy", '{"city":"Rio"}'), call("fussy", '{"city":"Nowhere"}'),
                           call("fussy", '{"city":"Lima"}')])
     with pytest.raises(StepLimitExceeded):
-        await Agent([fussy], rt, max_steps=3, answer_on_repeat=False).run("go")
+        await Agent([fussy], rt, max_steps=3, answer_on_repeat=False, grounded_arguments=False).run("go")
     finished = spans.get_finished_spans()
     outcomes = [s.attributes["agentkit.tool.outcome"] for s in by_name(finished, "execute_tool")]
     assert outcomes == ["retry", "error", "ok"]

@@ -34,7 +34,7 @@ def test_a_call_written_many_times_in_a_turn_runs_once_and_is_answered_once(
     if other:
         calls.append({"name": "get_weather", "arguments": {"city": "Oslo"}})
     rt = ScriptedRuntime([json.dumps(calls), "Mild."])
-    result = Agent([get_weather], rt, max_calls_per_turn=8).run_sync("Weather?")
+    result = Agent([get_weather], rt, max_calls_per_turn=8).run_sync("Weather in Paris and Oslo?")
     assert RUNS == ["Paris"] + (["Oslo"] if other else [])
     stored = [c["id"] for c in result.messages[1]["tool_calls"]]
     answered = [m["tool_call_id"] for m in result.messages if m["role"] == "tool"]
@@ -48,7 +48,7 @@ def test_a_call_answered_in_an_earlier_turn_gets_the_result_with_a_plain_note() 
     RUNS.clear()
     paris = json.dumps({"name": "get_weather", "arguments": {"city": "Paris"}})
     rt = ScriptedRuntime([paris, paris, "12 degrees in Paris."])
-    result = Agent([get_weather], rt).run_sync("Weather?")
+    result = Agent([get_weather], rt).run_sync("Weather in Paris?")
     assert RUNS == ["Paris"]
     again = [m["content"] for m in result.messages if m["role"] == "tool"][-1]
     assert again == "(again) 12 degrees c in Paris"

@@ -28,13 +28,15 @@ def call(city: str) -> str:
 
 
 def weather_agent(runs: list[str], rt: ScriptedRuntime, **options: object) -> Agent[str]:
+    """An agent whose calls name any city: the limits, not the conversation, decide what runs."""
+
     @tool
     def get_weather(city: str) -> str:
         """The weather in a city."""
         runs.append(city)
         return f"mild in {city}"
 
-    return Agent([get_weather], rt, **options)  # type: ignore[arg-type]
+    return Agent([get_weather], rt, **{"grounded_arguments": False, **options})  # type: ignore[arg-type]
 
 
 def test_a_request_limit_stops_the_run_before_the_request_that_would_pass_it() -> None:

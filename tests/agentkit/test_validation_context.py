@@ -57,7 +57,7 @@ def _clear() -> None:
 def test_tool_arguments_see_the_runs_context() -> None:
     rt = ScriptedRuntime([call("get_weather", "Atlantis"), call("get_weather", "Oslo"), "Mild."])
     context = {"cities": {"Oslo"}}
-    result = Agent([get_weather], rt).run_sync("?", validation_context=context)
+    result = Agent([get_weather], rt).run_sync("Is it mild in Atlantis, or in Oslo?", validation_context=context)
     first, second = result.tool_calls
     assert not first.ok and "Atlantis is not one of ['Oslo']" in str(first.error)
     assert second.result == "mild in Oslo"
@@ -66,7 +66,7 @@ def test_tool_arguments_see_the_runs_context() -> None:
 
 def test_without_a_context_validators_see_none() -> None:
     rt = ScriptedRuntime([call("get_weather", "Atlantis"), "Mild."])
-    Agent([get_weather], rt).run_sync("?")
+    Agent([get_weather], rt).run_sync("Is it mild in Atlantis?")
     assert SEEN == [None]
 
 
@@ -84,8 +84,8 @@ async def test_async_and_streamed_runs_pass_it_on() -> None:
     context = {"cities": {"Oslo"}}
     rt = ScriptedRuntime([call("get_weather", "Oslo"), '{"city":"Oslo"}'] * 2)
     agent = Agent([get_weather], rt, output_type=Trip)
-    assert (await agent.run("?", validation_context=context)).output.city == "Oslo"
-    events = [e async for e in agent.run_stream("?", validation_context=context)]
+    assert (await agent.run("A trip to Oslo?", validation_context=context)).output.city == "Oslo"
+    events = [e async for e in agent.run_stream("A trip to Oslo?", validation_context=context)]
     assert isinstance(events[-1], FinalResult)
     assert SEEN == [context] * 4
 
@@ -94,7 +94,7 @@ def test_sync_streams_and_resumed_calls_pass_it_on() -> None:
     context = {"cities": {"Oslo"}}
     rt = ScriptedRuntime([call("book", "Oslo"), "Booked."])
     agent = Agent([book], rt)
-    paused = [e for e in agent.run_stream_sync("?", validation_context=context) if isinstance(e, FinalResult)][0].result
+    paused = [e for e in agent.run_stream_sync("Book Oslo.", validation_context=context) if isinstance(e, FinalResult)][0].result
     SEEN.clear()
     done = agent.run_sync(message_history=paused.messages, validation_context=context,
                           approvals={p.id: p.approve() for p in paused.pending})

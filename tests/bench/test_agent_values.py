@@ -221,9 +221,10 @@ def _calls(*calls: tuple[str, dict[str, Any]]) -> str:
 
 
 def test_a_run_counts_right_answers_calls_declines_and_errors() -> None:
-    outcomes = run_mode(MEASURE, FunctionRuntime(model), {})
+    # Arguments free: the scripted model's calls are the requests' own ("umbrella" for "umbrellas").
+    outcomes = run_mode(MEASURE, FunctionRuntime(model), {"grounded_arguments": False})
     (summary,) = summarize(outcomes)
-    assert summary.mode == "default"
+    assert summary.mode == "grounded_arguments=False"
     assert summary.right_by_kind == {"one-step": (9, 10), "two-step": (1, 8), "no-tool": (2, 5)}
     assert summary.right == (12, 23)
     assert summary.needed_made == (11, 18) and summary.one_step_needed_made == (10, 10)
@@ -235,7 +236,7 @@ def test_a_run_counts_right_answers_calls_declines_and_errors() -> None:
     assert by_id[SOLVES.id].calls == [f'get_weather({{"city": "{SOLVES.calls[0][1]["city"]}"}})',
                                       'convert_temperature({"celsius": -2.5, "to": "kelvin"})']
     assert summary.mean_steps == pytest.approx((10 * 2 + 3 + 8 + 6 * 2 + 2 * 1 + 3 * 2) / 23)
-    assert "| default | 12/23 (52%) | 9/10 (90%) | 1/8 (12%) | 2/5 (40%) | 11/18 (61%) | 10/10 (100%) |" \
+    assert "| grounded_arguments=False | 12/23 (52%) | 9/10 (90%) | 1/8 (12%) | 2/5 (40%) | 11/18 (61%) | 10/10 (100%) |" \
         in agent_values.report(outcomes)
 
 
