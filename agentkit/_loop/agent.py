@@ -175,8 +175,9 @@ class Agent(Generic[OutputT]):
     `grounded_arguments`: which tool arguments each turn holds to the conversation's text (the
     system prompt, the user's messages, the tool results so far; not the tool listing, so a
     docstring's example never becomes a call's value): a string to a span of it, a number to
-    one it writes. "auto" (default): numbers, and required strings but date-times, durations,
-    enums and composed text (a description, a reason, a note), as extractions choose; True:
+    one it writes. "auto" (default): required numbers, and required strings but date-times,
+    durations, enums and composed text (a description, a reason, a note), as extractions
+    choose; True:
     every plain string and number; False: only those a tool marks (`Annotated[float,
     Grounded()]`), for a value the user does not write as the tool wants it ("USD" for
     "dollars", "umbrella" for "umbrellas"). A tool's own marks win
