@@ -196,7 +196,10 @@ class Agent(Generic[OutputT]):
     out from the other tools enough (6.4 nats of evidence, see docs/agents.md), or answers
     without a call where none does; the model writes the call's arguments (held to the
     conversation as under "auto") and then the answer, asked with the call's result as
-    context. True: route on any runtime that can score; False: the model decides alone.
+    context. Under a forced call (`tool_choice="required"` or a tool's name) the call is the
+    model's, but once one succeeds its answer is asked so too (such a model, shown its own
+    calls, calls on until `max_steps`). True: route on any runtime that can score; False: the
+    model decides alone.
     """
 
     # A class as `output_type` gives `Agent[that class]`; none gives `Agent[str]` (text answers);

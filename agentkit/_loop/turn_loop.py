@@ -152,11 +152,11 @@ class TurnLoop:
     async def _route(self, state: RunState, runtime: Runtime) -> None:
         """Where the run's model never starts a call by itself (`tool_routing`), decide the
         first turn's call from the user's request (`routing`)."""
-        last = state.messages[-1] if state.messages else None
-        if (state.resumed or last is None or last.get("role") != "user" or not isinstance(last.get("content"), str)
-                or not routes(self.agent.tool_routing, runtime, state.settings.tool_choice, state.settings.tools)):
+        if state.request_at is None or not routes(self.agent.tool_routing, runtime, state.settings.tool_choice,
+                                                   state.settings.tools):
             return
-        state.route = await state.within(route(runtime, last["content"], state.settings.tools), runtime.name)
+        request = state.messages[state.request_at]["content"]
+        state.route = await state.within(route(runtime, request, state.settings.tools), runtime.name)
 
     async def _instruct(self, state: RunState) -> None:
         """A system prompt made per run: called with the run's context, its text leading the
@@ -178,6 +178,9 @@ class TurnLoop:
         envelopes = call_envelopes(self._envelope(runtime))
         async for event in self._resume(state):
             yield event
+        last = state.messages[-1] if state.messages else None
+        if not state.resumed and last is not None and last.get("role") == "user" and isinstance(last.get("content"), str):
+            state.request_at = len(state.messages) - 1
         await self._route(state, runtime)
         while True:
             route, state.route = state.route, None
@@ -221,7 +224,7 @@ class TurnLoop:
             state.messages.append(assistant_message(turn))
             if route is not None:  # a model routed to its call answers from its result next
                 state.must_answer = True
-                state.routed_from = max(i for i, m in enumerate(state.messages) if m.get("role") == "user")
+                state.routed_from = state.request_at
             if generation.token_scores is not None:
                 scored = call_argument_confidences(generation, turn.calls)
                 if scored is not None:
@@ -240,6 +243,15 @@ class TurnLoop:
                 state.pending = pending
                 yield FinalResult(self._result(state, None))
                 return
+
+    def _answers_as_routed(self, state: RunState) -> bool:
+        """Whether the forced call (`tool_choice="required"` or a tool's name) has just
+        succeeded on a model routing serves (`tool_routing`): its answer is then asked as a
+        routed one is. Such a model, shown its own calls, calls on until `max_steps`."""
+        return (state.routed_from is None and state.request_at is not None and state.settings.tool_choice != "auto"
+                and not self._needs_a_success(state)
+                and routes(self.agent.tool_routing, state.runtime or self.agent._own_runtime(), "auto",
+                           state.settings.tools))
 
     async def _waits(self, state: RunState, valid: ValidCall) -> bool:
         """Whether a valid call waits for approval: its tool says so, or the agent's predicate
@@ -271,6 +283,9 @@ class TurnLoop:
             state.records.append(record)
             yield ToolResultEvent(state.step, record)
         state.usage = state.usage + RunUsage(repeated_calls=sum(r.repeat_of is not None for r in records))
+        if not pausing and self._answers_as_routed(state):
+            state.must_answer = True
+            state.routed_from = state.request_at
         if (self.agent.answer_on_repeat and not pausing and not state.must_answer and not self._needs_a_success(state)
                 and state.ledger.goes_in_circles(records)):
             state.must_answer = True

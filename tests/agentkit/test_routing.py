@@ -215,3 +215,36 @@ def test_a_routed_turn_makes_one_call():
     unrouted = RoutedScripted([two, "Drizzle."], {WEATHER_LINE: 10.0})
     Agent(TOOLS, runtime=unrouted, tool_routing=False).run_sync("What is the weather in Oslo?")
     assert unrouted.calls[0].grammar.accepts(two)  # the agent's own max_calls_per_turn
+
+
+def test_a_forced_call_on_a_model_routing_serves_is_answered_as_a_routed_one():
+    rt = RoutedScripted([call("get_weather", city="Oslo"), "It drizzles in Oslo, 7.5 degrees."], {})
+    result = Agent(TOOLS, runtime=rt, tool_choice="required").run_sync("What is the weather in Oslo?")
+    assert result.output == "It drizzles in Oslo, 7.5 degrees."
+    assert not rt.scored  # a forced call is not routed
+    answer = rt.calls[1]
+    assert not answer.grammar.accepts(call("get_weather", city="Oslo"))  # the answer, not another call
+    assert answer.tools is None and answer.messages[-1]["content"].startswith('Context: get_weather(city="Oslo")')
+    free = RoutedScripted([call("get_weather", city="Oslo"), "It drizzles."], {})
+    Agent(TOOLS, runtime=free, tool_choice="required", tool_routing=False).run_sync("What is the weather in Oslo?")
+    assert free.calls[1].grammar.accepts(call("get_weather", city="Oslo"))  # may call again, as before
+
+
+def test_a_forced_calls_answer_is_asked_with_the_runs_request_after_it_went_in_circles():
+    failing = RoutedScripted([call("get_price", product="Oslo")] * 2 + [call("get_weather", city="Oslo"), "Drizzle."], {})
+
+    def get_price(product: str) -> float:
+        """Get the price of a product in US dollars."""
+        raise ValueError(f"unknown product {product!r}")
+
+    Agent([get_weather, get_price], runtime=failing, tool_choice="required").run_sync("What is the weather in Oslo?")
+    answer = failing.calls[-1].messages
+    assert answer[-1]["content"].endswith("Question: What is the weather in Oslo?")
+
+
+def test_a_forced_call_written_twice_is_answered_from_the_context_alone():
+    twice = f'[{call("get_weather", city="Oslo")}, {call("get_weather", city="Oslo")}]'
+    rt = RoutedScripted([twice, "Drizzle."], {})
+    Agent(TOOLS, runtime=rt, tool_choice="required").run_sync("What is the weather in Oslo?")
+    answer = rt.calls[-1].messages
+    assert answer[-1]["content"].endswith("Question: What is the weather in Oslo?")  # no note after it
