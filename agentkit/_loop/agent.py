@@ -177,10 +177,9 @@ class Agent(Generic[OutputT]):
     docstring's example never becomes a call's value): a string to a span of it, a number to
     one it writes. "auto" (default): required numbers, and required strings but date-times,
     durations, enums and composed text (a description, a reason, a note), as extractions
-    choose; True:
-    every plain string and number; False: only those a tool marks (`Annotated[float,
-    Grounded()]`), for a value the user does not write as the tool wants it ("USD" for
-    "dollars", "umbrella" for "umbrellas"). A tool's own marks win
+    choose; True: every plain string and number; False: only those a tool marks
+    (`Annotated[float, Grounded()]`), for a value the user does not write as the tool wants it
+    ("USD" for "dollars", "umbrella" for "umbrellas"). A tool's own marks win
     (`Grounded(False)` keeps an argument free). A tool with a required held argument the
     conversation holds no value for is not offered that turn, so a conversion waits for the
     temperature it converts; where no tool is left and a call is required, the turn is held

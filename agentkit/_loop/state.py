@@ -70,7 +70,7 @@ class RunState:
     runtime: Runtime | None = None  # the run's (an override's, or the agent's); None: the default model
     route: Route | None = None  # the first turn's routing decision, until that turn is asked
     request_at: int | None = None  # the index of the user message the run was started with, if any
-    routed_from: int | None = None  # once a routed call is made: `request_at`, the request its answer is asked
+    answers_routed: bool = False  # once a routed or forced call is made: the answer is asked about `request_at`
     ungrounded_turns: list[int] = field(default_factory=list)  # turns that had to call, with no groundable tool
 
     def context(self) -> dict[str, Any]:

@@ -191,7 +191,7 @@ class TurnLoop:
             with state.model_errors(runtime.name):
                 turn_grammar = self._turn_grammar(state, runtime, envelopes, kind, budget, route)
             g, kind = turn_grammar.grammar, turn_grammar.kind
-            listed = None if state.routed_from is not None else tools_json
+            listed = None if state.answers_routed else tools_json
             options = dict(grammar=g, max_tokens=budget, tools=listed, **state.settings.generation_options())
             request = state.trace.model_request(runtime, state.step, options, withheld=turn_grammar.withheld,
                                                 ungrounded=turn_grammar.ungrounded)
@@ -223,8 +223,7 @@ class TurnLoop:
                 continue
             state.messages.append(assistant_message(turn))
             if route is not None:  # a model routed to its call answers from its result next
-                state.must_answer = True
-                state.routed_from = state.request_at
+                _answer_routed(state)
             if generation.token_scores is not None:
                 scored = call_argument_confidences(generation, turn.calls)
                 if scored is not None:
@@ -248,7 +247,7 @@ class TurnLoop:
         """Whether the forced call (`tool_choice="required"` or a tool's name) has just
         succeeded on a model routing serves (`tool_routing`): its answer is then asked as a
         routed one is. Such a model, shown its own calls, calls on until `max_steps`."""
-        return (state.routed_from is None and state.request_at is not None and state.settings.tool_choice != "auto"
+        return (not state.answers_routed and state.request_at is not None and state.settings.tool_choice != "auto"
                 and not self._needs_a_success(state)
                 and routes(self.agent.tool_routing, state.runtime or self.agent._own_runtime(), "auto",
                            state.settings.tools))
@@ -284,8 +283,7 @@ class TurnLoop:
             yield ToolResultEvent(state.step, record)
         state.usage = state.usage + RunUsage(repeated_calls=sum(r.repeat_of is not None for r in records))
         if not pausing and self._answers_as_routed(state):
-            state.must_answer = True
-            state.routed_from = state.request_at
+            _answer_routed(state)
         if (self.agent.answer_on_repeat and not pausing and not state.must_answer and not self._needs_a_success(state)
                 and state.ledger.goes_in_circles(records)):
             state.must_answer = True
@@ -312,8 +310,8 @@ class TurnLoop:
         note joins the system message (sent, not kept in the conversation, so a history carries
         none of it into a run with another `tool_prompt`), except for a model whose template
         teaches a Python list of calls, which holds several calls already."""
-        if state.routed_from is not None:
-            return routed_answer_messages(state.messages, state.routed_from)
+        if state.answers_routed and state.request_at is not None:
+            return routed_answer_messages(state.messages, state.request_at)
         listed = self.agent.tool_prompt == "json_list" and runtime.tool_call_envelope != "python"
         return for_model(state.messages, self.agent.tool_note if listed and state.settings.tools else None)
 
@@ -429,6 +427,13 @@ class TurnLoop:
                          list(state.pending))
 
 _RETRY = object()
+
+
+def _answer_routed(state: RunState) -> None:
+    """The next turn answers, asked about the run's request with the results as context
+    (`routing.routed_answer_messages`)."""
+    state.must_answer = True
+    state.answers_routed = True
 
 
 def _prompt_text(value: Any) -> str | None:
