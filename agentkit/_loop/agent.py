@@ -109,9 +109,9 @@ class Agent(Generic[OutputT]):
 
     `answer_on_repeat` (default True): once a turn holds a repeat of a call that succeeded,
     or a call that fails again with the error an equal call failed with, the next turn is held
-    to the final answer alone (text, or the output type), after a user message asking for it:
-    the model is going in circles, so the run ends with an answer rather than at
-    `max_steps`. `tool_choice="required"` means at least one successful call: until a call
+    to the final answer alone (text, or the output type), asked with the results as context
+    (the run's request again, after one question answered so): the model is going in
+    circles, so the run ends with an answer rather than at `max_steps`. `tool_choice="required"` means at least one successful call: until a call
     has succeeded, every turn is held to tool calls (going in circles then changes nothing);
     after that a turn may call tools or answer. "auto" lets the model answer at any turn. A
     tool's name forces that tool: until a call of it has succeeded, every turn is held to calls

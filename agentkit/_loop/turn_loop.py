@@ -286,8 +286,11 @@ class TurnLoop:
             _answer_routed(state)
         if (self.agent.answer_on_repeat and not pausing and not state.must_answer and not self._needs_a_success(state)
                 and state.ledger.goes_in_circles(records)):
-            state.must_answer = True
-            state.messages.append({"role": "user", "content": ANSWER_NOW})
+            if state.request_at is not None:  # asked about the request, the results as context
+                _answer_routed(state)
+            else:
+                state.must_answer = True
+                state.messages.append({"role": "user", "content": ANSWER_NOW})
         count_failures(state, records, self.agent.max_retries)
 
     async def _resume(self, state: RunState) -> AsyncIterator[Event]:

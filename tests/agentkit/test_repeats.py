@@ -196,7 +196,21 @@ async def test_auto_answers_after_a_repeat_too() -> None:
     grammars = [r.grammar for r in rt.calls]
     assert all(g.accepts(PARIS) and g.accepts("Mild.") for g in grammars[:3])
     assert not grammars[3].accepts(PARIS) and grammars[3].accepts("Mild.")
-    assert [m["content"] for m in rt.calls[3].messages if m["role"] == "user"][-1] == ANSWER_NOW
+    asked = [m["content"] for m in rt.calls[3].messages if m["role"] == "user"][-1]
+    assert asked == ('Context: get_weather(city="Paris") = 12 degrees c in Paris\n'
+                     'get_weather(city="Oslo") = 12 degrees c in Oslo\nQuestion: Paris and Oslo?')
+    assert ANSWER_NOW not in [m["content"] for m in result.messages]  # asked, not kept
+
+
+async def test_a_run_resumed_without_a_request_is_asked_by_the_note() -> None:
+    """A run whose history ends in tool results has no request of its own to ask again: going
+    in circles, it gets the note asking for the answer."""
+    rt = ScriptedRuntime([PARIS, PARIS, "Paris 12."])
+    first = await Agent([weather_tool([])], ScriptedRuntime([PARIS, "Paris 12."])).run("Paris?")
+    history = first.messages[:-1]  # the request, the call and its result: no answer yet
+    result = await Agent([weather_tool([])], rt).run(message_history=history)
+    assert result.output == "Paris 12." and result.usage.repeated_calls == 1
+    assert [m["content"] for m in rt.calls[2].messages if m["role"] == "user"][-1] == ANSWER_NOW
 
 
 async def test_a_call_that_fails_again_alike_is_answered_too() -> None:

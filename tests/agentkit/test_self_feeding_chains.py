@@ -35,7 +35,9 @@ def test_a_chain_on_its_own_result_is_ended_and_the_answer_keeps_the_first_resul
     assert runs == [25]  # the chained call did not run
     first, chained = result.tool_calls
     assert chained.repeat_of == first.call.id and chained.reused and chained.result == 298.15
-    assert result.messages[-2] == {"role": "user", "content": ANSWER_NOW}
+    asked = model.calls[-1].messages[-1]["content"]  # the answer asked with the one result it has
+    assert asked == "Context: to_kelvin(celsius=25) = 298.15\nQuestion: What is 25 °C in kelvin?"
+    assert ANSWER_NOW not in [m["content"] for m in result.messages]
     assert not model.calls[-1].grammar.accepts(_call(571.3))  # the turn after it is the answer alone
     assert result.output == "It is 298.15 K." and result.usage.repeated_calls == 1
 
