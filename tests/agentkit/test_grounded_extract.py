@@ -108,6 +108,60 @@ def test_auto_holds_an_email_to_spans_with_an_at_sign_where_the_text_writes_one(
     assert shaped(text) and not shaped("Subject: refund. No address given.")  # no "@": no shape to fall back on
 
 
+class Contact(BaseModel):
+    name: str
+    email: str | None = None
+    phone: str | None = None
+
+
+COMPACT = {"ensure_ascii": False, "separators": (",", ":")}
+
+
+def test_auto_writes_an_optional_email_or_phone_the_text_gives_and_none_where_it_gives_none():
+    text = "Reach Jürgen Müller at j.mueller@brandt-soehne.de or +49 30 5550 1234."
+    g, _ = grounded_grammar(OutputSpec(Contact), text, "auto", Local())
+    given_both = {"name": "Jürgen Müller", "email": "j.mueller@brandt-soehne.de", "phone": "+49 30 5550 1234"}
+    assert g.accepts(json.dumps(given_both, **COMPACT))
+    for field in ("email", "phone"):
+        assert not g.accepts(json.dumps({**given_both, field: None}, **COMPACT))
+        assert not g.accepts(json.dumps({k: v for k, v in given_both.items() if k != field}, **COMPACT))
+    assert not g.accepts(json.dumps({**given_both, "phone": "Jürgen Müller"}, **COMPACT))
+    g, _ = grounded_grammar(OutputSpec(Contact), "Ask Jürgen Müller, in room 12.", "auto", Local())
+    assert g.accepts(json.dumps({"name": "Jürgen Müller", "email": None, "phone": None}, **COMPACT))
+    assert not g.accepts(json.dumps({"name": "Jürgen Müller", "email": None, "phone": "room 12"}, **COMPACT))
+    g, _ = grounded_grammar(OutputSpec(Contact), "Ann Lee started on 2024-02-11, order 55210.", "auto", Local())
+    assert g.accepts(json.dumps({"name": "Ann Lee", "email": None, "phone": None}, **COMPACT))  # no phone number
+
+
+@pytest.mark.parametrize("mode", [True, False])
+def test_only_auto_decides_an_optional_email_or_phone_from_the_text(mode):
+    g, _ = grounded_grammar(OutputSpec(Contact), "Ask Ann Lee: ann@lee.io, 555 0192.", mode, Local())
+    g = g or OutputSpec(Contact).grammar_in({"separators": (",", ":")})
+    assert g.accepts(json.dumps({"name": "Ann Lee", "email": None, "phone": None}, **COMPACT))
+
+
+def test_a_field_that_marks_itself_is_not_decided_by_its_name():
+    class Marked(BaseModel):
+        name: str
+        phone: Annotated[str | None, Grounded(False)] = None
+
+    marked, _ = marked_schema(OutputSpec(Marked).schema, "Call Ann Lee on 555 0192.", "auto")
+    assert {"type": "null"} in marked["properties"]["phone"]["anyOf"] and "phone" not in marked["required"]
+
+
+@given(st.lists(st.sampled_from(["Ann", "Lee", "at", "room", "12", "+44", "20", "7946", "0958", "(0)", "-", "x@y.io",
+                                 ",", "."]), max_size=12))
+def test_an_optional_phone_is_none_exactly_where_the_text_writes_no_phone_number(words):
+    text = " ".join(words)
+    g, _ = grounded_grammar(OutputSpec(Contact), f"Ann Lee {text}", "auto", Local())
+    writes_one = any(sum(c.isdigit() for c in m.group()) >= 7
+                     for m in re.finditer(r"(?<!\w)[+(]?\d[\d ().-]{4,}\d(?!\w)", text))
+    assert g.accepts(json.dumps({"name": "Ann Lee", "email": None, "phone": None}, **COMPACT)) is (
+        not writes_one and "@" not in text)
+    none_phone = g.accepts(json.dumps({"name": "Ann Lee", "email": "x@y.io", "phone": None}, **COMPACT))
+    assert none_phone is (not writes_one and "x@y.io" in text)
+
+
 def test_auto_holds_a_date_to_the_dates_the_text_writes_in_words():
     class Meeting(BaseModel):
         day: datetime.date
