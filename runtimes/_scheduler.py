@@ -24,6 +24,9 @@ from ._sequence import Sequence, Step
 # A newcomer whose prompt shares at least this many more tokens with one still being read waits
 # for that read to pass them, and then starts from its cells instead of reading them again.
 SHARE_WAIT_TOKENS = 32
+# The fewest cached tokens a newcomer's prompt must share with a slot for that slot's cache to
+# be worth keeping part of (fewer: the start of a chat template, not a conversation's prefix).
+MIN_REUSE = 32
 
 
 @dataclass(eq=False)
@@ -143,7 +146,12 @@ class Scheduler:
         if not free:
             return False
         reusable = {s.index: _common_prefix(s.cached, prompt) for s in self._slots}
-        slot = max(free, key=lambda s: (reusable[s.index], -s.used))
+        # The free slot whose cache saves the most reading; where none saves `MIN_REUSE` tokens,
+        # the one holding least (then the one used longest ago): a prompt that shares only its
+        # template's first tokens with a long cached one must not take that cache's slot and
+        # throw away what the next turn of the same conversation would have read from it.
+        slot = max(free, key=lambda s: (reusable[s.index], -s.used) if reusable[s.index] >= MIN_REUSE
+                   else (0, -len(s.cached), -s.used))
         source = max(self._slots, key=lambda s: reusable[s.index])
         own, shared = reusable[slot.index], reusable[source.index]
         if any(

@@ -98,6 +98,27 @@ async def test_a_shared_prompt_prefix_is_read_once():
     assert sum(read) < 2 * prompt + generated  # the prefix was not read four times
 
 
+async def test_a_prompt_sharing_only_a_few_tokens_leaves_a_long_cache_for_the_next_turn():
+    """A short prompt that shares only its first tokens with a long cached one (another
+    template's system line) is started in an empty slot: the next turn of the long one reads
+    only its new tokens."""
+    runtime = RandomRuntime(seed=1, max_batch=4, batch_tokens=512, prefill_chunk=512)
+    read = []
+    original = runtime.read_batch
+
+    def counting(feeds):
+        read.append(sum(len(f.tokens) for f in feeds))
+        return original(feeds)
+
+    runtime.read_batch = counting
+    await runtime.generate(PREFIX + "first turn", grammar=RECORD, max_tokens=30)
+    await runtime.generate(PREFIX[:12] + "an unrelated question", grammar=RECORD, max_tokens=30)
+    read.clear()
+    await runtime.generate(PREFIX + "first turn, then the second", grammar=RECORD, max_tokens=30)
+    prompt = len(runtime._prompt_ids(PREFIX + "first turn, then the second", None))
+    assert read[0] < prompt // 4  # the shared prefix came from the cache
+
+
 async def test_cancelling_one_call_leaves_the_others_running():
     runtime = RandomRuntime(seed=2, max_batch=4, step_delay=0.002)
     requests = [(f"text {i}", True, 0.0, 60) for i in range(3)]
