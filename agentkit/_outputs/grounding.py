@@ -146,11 +146,6 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
                key not in required)
         if rule.mode == "auto" and _shaped_or_none(sub, key, rule.text) and key not in required:
             node["required"] = required = [*required, key]  # written, as the value is the text's
-        if (rule.mode == "auto" and key in required and isinstance(sub, dict) and isinstance(sub.get("items"), dict)
-                and sub["items"].get(GROUNDED_KEY) is True and "minItems" not in sub):
-            # A list the type requires is what the text lists: SmolLM2-135M closed a meeting's
-            # attendees at once in 5 of the tune half's 10 (lists 30 -> 60% right with an item).
-            sub["minItems"] = 1
     if isinstance(node.get("items"), dict):
         _visit(node["items"], f"{pointer}/items", f"{path}/*", explicit, name, description, rule, chosen, optional)
         _bound_held_list(node, rule.text)

@@ -162,20 +162,6 @@ def test_an_optional_phone_is_none_exactly_where_the_text_writes_no_phone_number
     assert none_phone is (not writes_one and "x@y.io" in text)
 
 
-def test_auto_writes_at_least_one_item_of_a_required_list_held_to_the_text():
-    class Meeting(BaseModel):
-        title: str
-        attendees: list[str]
-        tags: list[str] = []
-
-    text = "Budget Review with Alice, Bob and Chiara."
-    g, _ = grounded_grammar(OutputSpec(Meeting), text, "auto", Local())
-    assert g.accepts('{"title":"Budget Review","attendees":["Alice","Bob"],"tags":[]}')
-    assert not g.accepts('{"title":"Budget Review","attendees":[],"tags":[]}')  # required: an item
-    marked, _ = marked_schema(OutputSpec(Meeting).schema, text, False)
-    assert "minItems" not in marked["properties"]["attendees"]  # only "auto" decides it
-
-
 def test_auto_holds_a_date_to_the_dates_the_text_writes_in_words():
     class Meeting(BaseModel):
         day: datetime.date
