@@ -137,7 +137,8 @@ class TurnGrammars:
             found, held = [], False
             for t in tools:
                 plain = t.tool_schema()
-                schema, chosen = marked_schema(plain.schema, "", mode, numbers_if_written=False, optional_held=False)
+                schema, chosen = marked_schema(plain.schema, "", mode, numbers_if_written=False, optional_held=False,
+                                               text_known=False)
                 found.append(_Marked(ToolSchema(plain.name, schema, plain.description), _required_held(schema, chosen)))
                 held = held or bool(chosen)
             self._marked[key] = tuple(found) if held else None

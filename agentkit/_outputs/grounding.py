@@ -105,7 +105,7 @@ def grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode,
 
 
 def marked_schema(schema: dict[str, Any], text: str, mode: GroundedMode, *, numbers_if_written: bool = True,
-                  optional_held: bool = True) -> tuple[dict[str, Any], dict[str, tuple[str, str]]]:
+                  optional_held: bool = True, text_known: bool = True) -> tuple[dict[str, Any], dict[str, tuple[str, str]]]:
     """A copy of `schema` with `"grounded": true` on each value held, and those values by
     schema pointer: (their JSON pointer, their kind).
 
@@ -116,10 +116,13 @@ def marked_schema(schema: dict[str, Any], text: str, mode: GroundedMode, *, numb
     `optional_held`: under "auto", a property that is not required is held too (an
     extraction's optional field is the text's or None); a tool's optional parameter is left
     free (False): its value is most often its default or of a kind no conversation writes (a
-    unit, a method), which a held argument could only replace by some unrelated span."""
+    unit, a method), which a held argument could only replace by some unrelated span.
+    `text_known`: `text` is the one the values come from, so an optional email or phone number
+    is written or None by what it holds (`_shaped_or_none`); a tool's marks are made once,
+    before any conversation (False), and leave such a field as its schema says."""
     marked = copy.deepcopy(schema)
     chosen: dict[str, tuple[str, str]] = {}
-    _visit(marked, "", "", None, "", "", _Rule(text, mode, numbers_if_written, optional_held), chosen)
+    _visit(marked, "", "", None, "", "", _Rule(text, mode, numbers_if_written, optional_held, text_known), chosen)
     return marked, chosen
 
 
@@ -131,6 +134,7 @@ class _Rule:
     mode: GroundedMode
     numbers_if_written: bool
     optional_held: bool
+    text_known: bool
 
 
 def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str, description: str,
@@ -144,7 +148,7 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
     for key, sub in (node.get("properties") or {}).items():
         _visit(sub, f"{pointer}/properties/{_escape(key)}", f"{path}/{_escape(key)}", None, key, "", rule, chosen,
                key not in required)
-        if rule.mode == "auto" and _shaped_or_none(sub, key, rule.text) and key not in required:
+        if rule.mode == "auto" and rule.text_known and _shaped_or_none(sub, key, rule.text) and key not in required:
             node["required"] = required = [*required, key]  # written, as the value is the text's
     if isinstance(node.get("items"), dict):
         _visit(node["items"], f"{pointer}/items", f"{path}/*", explicit, name, description, rule, chosen, optional)

@@ -140,6 +140,16 @@ def test_only_auto_decides_an_optional_email_or_phone_from_the_text(mode):
     assert g.accepts(json.dumps({"name": "Ann Lee", "email": None, "phone": None}, **COMPACT))
 
 
+def test_a_tools_marks_made_before_any_conversation_leave_an_optional_phone_as_it_is():
+    class Args(BaseModel):
+        name: str
+        phone: str | None
+
+    marked, chosen = marked_schema(OutputSpec(Args).schema, "", "auto", numbers_if_written=False,
+                                   optional_held=False, text_known=False)
+    assert {"type": "null"} in marked["properties"]["phone"]["anyOf"] and "/phone" in {p for p, _ in chosen.values()}
+
+
 def test_a_field_that_marks_itself_is_not_decided_by_its_name():
     class Marked(BaseModel):
         name: str
