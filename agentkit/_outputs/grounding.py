@@ -23,6 +23,7 @@ from grammar import CompileError, Grammar
 from .._errors import InvalidArgument
 from .._tools.grounded import GROUNDED_KEY
 
+from .currencies import CODES, written_currencies
 from .output import OutputSpec
 
 NUMBERS_AS_STRINGS = "numbers"  # `"grounded": "numbers"`: a string held to the numbers the text writes
@@ -70,8 +71,9 @@ _NAMED_SHAPES = (
 @dataclass(frozen=True)
 class FieldGrounding:
     """Whether an extraction held one field's values to its text: `path` the values' JSON
-    pointer (`/tags/*` for every item of a list), `kind` "string" or "number", and where a
-    field was not held though asked, `reason`."""
+    pointer (`/tags/*` for every item of a list), `kind` "string", "number" or "enum" (currency
+    codes narrowed to those the text writes), and where a field was not held though asked,
+    `reason`."""
 
     path: str
     kind: str
@@ -169,6 +171,10 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
             for branch in strings:
                 if branch.get(GROUNDED_KEY) is not False:
                     branch[GROUNDED_KEY] = NUMBERS_AS_STRINGS
+    if (explicit if explicit is not None else rule.mode is not False) and rule.text_known \
+            and _currencies_written(node, rule.text):
+        chosen[pointer] = (path or "", "enum")
+        return
     kind = _kind(node)
     if kind is None:
         return
@@ -182,6 +188,23 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
                     node["pattern"] = shape
     elif own is True:
         node[GROUNDED_KEY] = False
+
+
+def _currencies_written(node: dict[str, Any], text: str) -> bool:
+    """An enum of currency codes narrowed to those `text` writes (by code, symbol or name:
+    `currencies.written_currencies`), where it writes any of them (True). Shown `<one of "GBP",
+    "USD", "EUR", ...>` and "£18.50", SmolLM2-135M wrote the first code listed for most prices."""
+    values = node.get("enum")
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        return False
+    if sum(v in CODES for v in values) < 2:  # not a list of currencies ("ALL" may be a word)
+        return False
+    written = written_currencies(text)
+    kept = [v for v in values if v in written]
+    if not kept:
+        return False
+    node["enum"] = kept
+    return True
 
 
 def _shaped_or_none(node: Any, name: str, text: str) -> bool:
@@ -250,6 +273,9 @@ def _record(chosen: dict[str, tuple[str, str]], notes: tuple[grammar.GroundedFie
     schema was lowered, else the first reason it was not)."""
     out = []
     for pointer, (path, kind) in chosen.items():
+        if kind == "enum":  # narrowed in the schema itself (`_currencies_written`)
+            out.append(FieldGrounding(path, kind, True))
+            continue
         # A branch of an anyOf (`str | None`) is lowered under its parent's pointer.
         here = [n for n in notes if n.kind == kind and (n.pointer == pointer or n.pointer.startswith(pointer + "/")
                                                         or pointer.startswith(n.pointer + "/"))]

@@ -48,7 +48,7 @@ def held(mode) -> dict[str, str]:
 
 def test_true_holds_every_plain_string_list_item_and_number_but_not_enums_bools_or_opted_out_fields():
     assert held(True) == {"/customer": "string", "/quantity": "number", "/price": "number", "/people/*": "string",
-                          "/note": "string", "/summary": "string"}
+                          "/note": "string", "/summary": "string", "/currency": "enum"}
 
 
 def test_false_holds_nothing_but_what_a_field_marks_itself():
@@ -148,6 +148,44 @@ def test_a_tools_marks_made_before_any_conversation_leave_an_optional_phone_as_i
     marked, chosen = marked_schema(OutputSpec(Args).schema, "", "auto", numbers_if_written=False,
                                    optional_held=False, text_known=False)
     assert {"type": "null"} in marked["properties"]["phone"]["anyOf"] and "/phone" in {p for p, _ in chosen.values()}
+
+
+class Price(BaseModel):
+    amount: float
+    currency: Literal["GBP", "USD", "EUR", "CHF"]
+    priority: Literal["low", "high"] = "low"
+
+
+@pytest.mark.parametrize("text, amount, codes", [
+    ("Nordic Wool Scarf, £35, available now.", 35, ["GBP"]),
+    ("120 cotton towels, 3.75 euros a piece.", 3.75, ["EUR"]),
+    ("They cost 65 Swiss francs apiece.", 65, ["CHF"]),
+    ("Two standing desks, $389 each.", 389, ["USD"]),
+    ("€12 here or 14 dollars there.", 12, ["USD", "EUR"]),
+    ("It costs 12, as before.", 12, ["GBP", "USD", "EUR", "CHF"]),  # none written: every code stays
+])
+def test_auto_holds_a_currency_code_to_the_currencies_the_text_writes(text, amount, codes):
+    marked, chosen = marked_schema(OutputSpec(Price).schema, text, "auto")
+    assert marked["properties"]["currency"]["enum"] == codes
+    assert ("/currency" in {p for p, _ in chosen.values()}) is (len(codes) < 4)
+    assert marked["properties"]["priority"]["enum"] == ["low", "high"]  # not currencies: as it was
+    g, record = grounded_grammar(OutputSpec(Price), text, "auto", Local())
+    for code in ["GBP", "USD", "EUR", "CHF"]:
+        assert g.accepts(json.dumps({"amount": amount, "currency": code, "priority": "low"}, **COMPACT)) is (
+            code in codes)
+    assert (FieldGrounding("/currency", "enum", True) in record) is (len(codes) < 4)
+
+
+def test_a_currency_field_marked_free_or_a_tools_marks_are_not_narrowed():
+    class Marked(BaseModel):
+        currency: Annotated[Literal["GBP", "USD"], Grounded(False)]
+
+    marked, _ = marked_schema(OutputSpec(Marked).schema, "£35", "auto")
+    assert marked["properties"]["currency"]["enum"] == ["GBP", "USD"]
+    marked, _ = marked_schema(OutputSpec(Price).schema, "", "auto", text_known=False)
+    assert marked["properties"]["currency"]["enum"] == ["GBP", "USD", "EUR", "CHF"]
+    marked, _ = marked_schema(OutputSpec(Price).schema, "£35", False)
+    assert marked["properties"]["currency"]["enum"] == ["GBP", "USD", "EUR", "CHF"]
 
 
 def test_a_field_that_marks_itself_is_not_decided_by_its_name():
