@@ -25,7 +25,7 @@ from .._errors import (
     safe_str,
 )
 from .events import RetryRecord
-from .grounding import FieldGrounding, GroundedMode, check_mode, grounded_grammar
+from .grounding import FieldGrounding, GroundedMode, check_mode, grounded_grammar, repeated_items
 from .._inputs import as_argument_error, check_generation_settings, check_runtime, check_text
 from .output import OutputSpec, OutputValidator, apply_validator, correction
 from .._runtime import budget_reached, resolve_runtime
@@ -213,6 +213,14 @@ async def aextract(
         generation = await _generate(rt, messages, spec, max_tokens=max_tokens, temperature=temperature, seed=seed,
                                      usage=usage, scores=confidence, held=held)
         usage = usage + generation.usage
+        bounds = repeated_items(generation.text, grounding) if held is not None else {}
+        if bounds:  # a held list repeated an item: read again, each such list bounded to its distinct items
+            logger.info("extract: %s repeated an item; read again with at most %s items", ", ".join(bounds),
+                        ", ".join(map(str, bounds.values())))
+            bounded, _ = grounded_grammar(spec, text, grounded, rt, bounds)
+            generation = await _generate(rt, messages, spec, max_tokens=max_tokens, temperature=temperature,
+                                         seed=seed, usage=usage, scores=confidence, held=bounded)
+            usage = usage + generation.usage
         messages = messages + [{"role": "assistant", "content": generation.text}]
         context = functools.partial(dict, messages=messages, usage=usage)
         try:

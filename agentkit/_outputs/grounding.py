@@ -13,6 +13,7 @@ its tools' arguments by the same rule (`marked_schema`), the conversation the te
 from __future__ import annotations
 
 import copy
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -87,11 +88,17 @@ def check_mode(grounded: Any) -> None:
         raise InvalidArgument("grounded", f'must be True, False or "auto", not {grounded!r}')
 
 
-def grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode,
-                     runtime: Any) -> tuple[Grammar | None, tuple[FieldGrounding, ...]]:
+def grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode, runtime: Any,
+                     bounds: dict[str, int] | None = None) -> tuple[Grammar | None, tuple[FieldGrounding, ...]]:
     """The grammar holding `spec`'s chosen fields to `text` (None: the type's own, as no field
-    is held), and what was held."""
+    is held), and what was held. `bounds`: top-level held lists given at most so many items
+    (`repeated_items`)."""
     marked, chosen = marked_schema(spec.schema, text, mode)
+    for key, bound in (bounds or {}).items():
+        node = (marked.get("properties") or {}).get(key)
+        if isinstance(node, dict) and isinstance(node.get("items"), dict):
+            least = node.get("minItems", 0) if isinstance(node.get("minItems"), int) else 0
+            node["maxItems"] = max(least, min(bound, node.get("maxItems", bound)))
     if not chosen:
         return None, ()
     if not getattr(runtime, "steers_budget", True):
@@ -104,6 +111,33 @@ def grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode,
         why = f"the grounded grammar did not compile: {exc}"
         return None, tuple(FieldGrounding(path, kind, False, why) for path, kind in chosen.values())
     return g, _record(chosen, g.grounding)
+
+
+def repeated_items(document: str, grounding: tuple[FieldGrounding, ...]) -> dict[str, int]:
+    """Each top-level list of held strings in `document` (an extraction's JSON) that repeats
+    an item, with how many items it had before the first repeat. A small model held to the
+    text's spans repeats one item until the list's bound (`['outdoor', 'rainwear', 'outdoor',
+    'outdoor', ...]`): read again with the list bounded to its distinct items, the same greedy
+    choices give the list up to the repeat and then close it."""
+    try:
+        value = json.loads(document)
+    except ValueError:
+        return {}
+    held = {g.path[1:-2] for g in grounding if g.grounded and g.kind == "string" and g.path.endswith("/*")
+            and g.path.count("/") == 2}
+    bounds = {}
+    for key in held if isinstance(value, dict) else ():
+        items = value.get(key)
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            continue
+        seen: set[str] = set()
+        for i, item in enumerate(items):
+            norm = " ".join(item.split()).casefold()
+            if norm in seen:
+                bounds[key] = i
+                break
+            seen.add(norm)
+    return bounds
 
 
 def marked_schema(schema: dict[str, Any], text: str, mode: GroundedMode, *, numbers_if_written: bool = True,

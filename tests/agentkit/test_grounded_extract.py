@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from agentkit._errors import InvalidArgument, UnexpectedModelOutput
-from agentkit._outputs.grounding import FieldGrounding, check_mode, grounded_grammar, marked_schema
+from agentkit._outputs.grounding import FieldGrounding, check_mode, grounded_grammar, marked_schema, repeated_items
 from agentkit._outputs.output import OutputSpec
 from agentkit._tools.grounded import Grounded
 
@@ -376,4 +376,50 @@ def test_a_model_repeating_a_held_item_closes_its_list_within_the_bound():
     with pytest.raises(UnexpectedModelOutput):
         extract(Product, text, runtime=ScriptedRuntime([repeated]))
     four = '{"name":"Linen duvet","tags":[' + ",".join(['"linen"'] * 4) + "]}"
-    assert extract(Product, text, runtime=ScriptedRuntime([four])).tags == ["linen"] * 4
+    rt = ScriptedRuntime([four, '{"name":"Linen duvet","tags":["linen"]}'])  # within the bound; then read again
+    assert extract(Product, text, runtime=rt).tags == ["linen"] and rt.calls[0].grammar.accepts(four)
+
+
+class Product(BaseModel):
+    name: str
+    tags: list[str]
+    sizes: list[int] = []
+
+
+PRODUCT_TEXT = "Rain Jacket, tags: outdoor, rainwear. Sizes 38, 40."
+
+
+def test_a_held_list_that_repeats_an_item_is_read_again_bounded_to_its_distinct_items():
+    from agentkit import extract
+    from runtimes.testing import ScriptedRuntime
+
+    looping = '{"name":"Rain Jacket","tags":["outdoor","rainwear","outdoor","outdoor"],"sizes":[38,38]}'
+    closed = '{"name":"Rain Jacket","tags":["outdoor","rainwear"],"sizes":[38,38]}'
+    rt = ScriptedRuntime([looping, closed])
+    found = extract(Product, PRODUCT_TEXT, runtime=rt, details=True)
+    assert found.value.tags == ["outdoor", "rainwear"] and found.value.sizes == [38, 38]  # numbers: as written
+    first, again = (r.grammar for r in rt.calls)
+    assert first.accepts(looping) and not again.accepts(looping) and again.accepts(closed)
+    once = extract(Product, PRODUCT_TEXT, runtime=ScriptedRuntime([closed]), details=True).usage
+    assert found.usage.prompt_tokens == 2 * once.prompt_tokens  # both readings are counted
+
+
+def test_without_a_repeat_or_without_holding_there_is_no_second_reading():
+    from agentkit import extract
+    from runtimes.testing import ScriptedRuntime
+
+    rt = ScriptedRuntime(['{"name":"Rain Jacket","tags":["outdoor","rainwear"],"sizes":[]}'])
+    assert extract(Product, PRODUCT_TEXT, runtime=rt).tags == ["outdoor", "rainwear"] and len(rt.calls) == 1
+    rt = ScriptedRuntime(['{"name":"Rain Jacket","tags":["outdoor","outdoor"],"sizes":[]}'])
+    assert extract(Product, PRODUCT_TEXT, runtime=rt, grounded=False).tags == ["outdoor", "outdoor"]
+    assert len(rt.calls) == 1
+
+
+@given(st.lists(st.sampled_from(["a", "A", "b", " b", "c"]), max_size=8))
+def test_the_bound_is_the_count_before_the_first_repeat(items):
+    grounding = (FieldGrounding("/tags/*", "string", True),)
+    bounds = repeated_items(json.dumps({"name": "x", "tags": items}), grounding)
+    folded = [" ".join(i.split()).casefold() for i in items]
+    first = next((i for i in range(len(folded)) if folded[i] in folded[:i]), None)
+    assert bounds == ({} if first is None else {"tags": first})
+    assert repeated_items(json.dumps({"name": "x", "tags": items}), ()) == {}  # not held: never bounded
