@@ -82,9 +82,9 @@ async def test_concurrent_calls_share_forward_passes():
     assert runtime.forward_calls <= longest + 8  # one pass per step, not one per call and step
 
 
-async def test_a_shared_prompt_prefix_is_read_once():
-    runtime = RandomRuntime(seed=1, max_batch=4, batch_tokens=64, prefill_chunk=64)
-    read = []
+def counting_reads(runtime: RandomRuntime) -> list[int]:
+    """The tokens each of `runtime`'s steps reads, as they are read."""
+    read: list[int] = []
     original = runtime.read_batch
 
     def counting(feeds):
@@ -92,6 +92,12 @@ async def test_a_shared_prompt_prefix_is_read_once():
         return original(feeds)
 
     runtime.read_batch = counting
+    return read
+
+
+async def test_a_shared_prompt_prefix_is_read_once():
+    runtime = RandomRuntime(seed=1, max_batch=4, batch_tokens=64, prefill_chunk=64)
+    read = counting_reads(runtime)
     await answers(runtime, [(f"item {i}", True, 0.0, 30) for i in range(4)])
     prompt = len(runtime._prompt_ids(PREFIX + "item 0", None))
     generated = runtime.forward_calls * 4  # at most one decoded token per call and step
@@ -103,14 +109,7 @@ async def test_a_prompt_sharing_only_a_few_tokens_leaves_a_long_cache_for_the_ne
     template's system line) is started in an empty slot: the next turn of the long one reads
     only its new tokens."""
     runtime = RandomRuntime(seed=1, max_batch=4, batch_tokens=512, prefill_chunk=512)
-    read = []
-    original = runtime.read_batch
-
-    def counting(feeds):
-        read.append(sum(len(f.tokens) for f in feeds))
-        return original(feeds)
-
-    runtime.read_batch = counting
+    read = counting_reads(runtime)
     await runtime.generate(PREFIX + "first turn", grammar=RECORD, max_tokens=30)
     await runtime.generate(PREFIX[:12] + "an unrelated question", grammar=RECORD, max_tokens=30)
     read.clear()
