@@ -123,8 +123,8 @@ def repeated_items(document: str, grounding: tuple[FieldGrounding, ...]) -> dict
         value = json.loads(document)
     except ValueError:
         return {}
-    held = {g.path[1:-2] for g in grounding if g.grounded and g.kind == "string" and g.path.endswith("/*")
-            and g.path.count("/") == 2}
+    held = {g.path[1:-2].replace("~1", "/").replace("~0", "~") for g in grounding
+            if g.grounded and g.kind == "string" and g.path.endswith("/*") and g.path.count("/") == 2}
     bounds = {}
     for key in held if isinstance(value, dict) else ():
         items = value.get(key)
@@ -141,7 +141,8 @@ def repeated_items(document: str, grounding: tuple[FieldGrounding, ...]) -> dict
 
 
 def marked_schema(schema: dict[str, Any], text: str, mode: GroundedMode, *, numbers_if_written: bool = True,
-                  optional_held: bool = True, text_known: bool = True) -> tuple[dict[str, Any], dict[str, tuple[str, str]]]:
+                  optional_held: bool = True,
+                  text_known: bool = True) -> tuple[dict[str, Any], dict[str, tuple[str, str]]]:
     """A copy of `schema` with `"grounded": true` on each value held, and those values by
     schema pointer: (their JSON pointer, their kind).
 
@@ -154,8 +155,9 @@ def marked_schema(schema: dict[str, Any], text: str, mode: GroundedMode, *, numb
     free (False): its value is most often its default or of a kind no conversation writes (a
     unit, a method), which a held argument could only replace by some unrelated span.
     `text_known`: `text` is the one the values come from, so an optional email or phone number
-    is written or None by what it holds (`_shaped_or_none`); a tool's marks are made once,
-    before any conversation (False), and leave such a field as its schema says."""
+    is written or None by what it holds (`_shaped_or_none`) and currency codes are narrowed to
+    those it writes (`_currencies_written`); a tool's marks are made once, before any
+    conversation (False), and leave such fields as their schema says."""
     marked = copy.deepcopy(schema)
     chosen: dict[str, tuple[str, str]] = {}
     _visit(marked, "", "", None, "", "", _Rule(text, mode, numbers_if_written, optional_held, text_known), chosen)
@@ -252,7 +254,8 @@ def _shaped_or_none(node: Any, name: str, text: str) -> bool:
         return False
     nulls = [b for b in branches if isinstance(b, dict) and b.get("type") == "null"]
     held = [b for b in branches if isinstance(b, dict) and b.get(GROUNDED_KEY) is True and _kind(b) == "string"]
-    shapes = [(shape, written) for named, shape, written in _NAMED_SHAPES if written is not None and named.fullmatch(name)]
+    shapes = [(shape, written) for named, shape, written in _NAMED_SHAPES
+              if written is not None and named.fullmatch(name)]
     if len(nulls) != 1 or len(held) != 1 or not shapes or held[0].get("pattern", shapes[0][0]) != shapes[0][0]:
         return False
     found = shapes[0][1](text)
