@@ -75,6 +75,8 @@ class Grounding:
 _LETTER = r"[^\W_\u2E80-\U0010FFFF]"
 _INSIDE_WORD = re.compile(rf"(?<={_LETTER})(?={_LETTER}|[.\-'@_/+]{_LETTER})")
 _AFTER_A_JOIN = re.compile(rf"(?<={_LETTER}[.\-'@_/+])(?={_LETTER})")
+_NO_VALUE_OPENS = re.compile(r"(?<!\w)(?:the|an?|how|what|which|who|whom|whose|where|when|why|many|much)(?=\s)",
+                             re.IGNORECASE)
 # The marks that end a clause where a blank follows (a span reads no blank after one, and ends
 # on none of the first two), and the line breaks a span never reads.
 _CLAUSE_MARKS = frozenset(map(ord, ",;!?"))  # (not a colon: "Kickoff: Project Łódź" is one title)
@@ -86,9 +88,11 @@ def word_starts(source: str) -> list[bool]:
     """Per offset of `source`, whether a span may start there: not on a blank, not inside a
     word, nor just past a mark that joins two parts of one (`gonzalez@correo.mx` is no span of
     `maria.gonzalez@correo.mx`): a small model otherwise starts a value mid-word ("bject" from
-    "Subject") or on the blank before it."""
+    "Subject") or on the blank before it. Nor on an English article or question word before a
+    blank ("the kettle", "How many", "many umbrellas"): no value starts so, and a small model
+    held to the text took them for a product's name."""
     out = [not ch.isspace() for ch in source]
-    for pattern in (_INSIDE_WORD, _AFTER_A_JOIN):  # each matches before a letter, inside the source
+    for pattern in (_INSIDE_WORD, _AFTER_A_JOIN, _NO_VALUE_OPENS):  # each matches where no span starts
         for match in pattern.finditer(source):
             out[match.start()] = False
     return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import json
 import random
+import re
 import weakref
 from decimal import Decimal
 
@@ -106,6 +107,28 @@ def test_a_span_ends_where_a_word_ends_not_inside_one_nor_at_a_mark_joining_its_
 def test_a_span_starts_where_a_word_starts_not_inside_one_nor_on_a_blank(cut, whole):
     g = from_json_schema(grounded({"type": "string"}), grounding=Grounding(f"Re: {whole}. Later: {whole}!"))
     assert g.accepts(json.dumps(whole)) and not g.accepts(json.dumps(cut))
+
+
+@pytest.mark.parametrize("text, kept, refused", [
+    ("What is the price of the kettle?", "kettle", "the kettle"),
+    ("How many umbrellas are in stock?", "umbrellas", "many umbrellas"),
+    ("How many umbrellas are in stock?", "umbrellas", "How many umbrellas"),
+    ("Order A-1 and an Oslo pen.", "A-1", "an Oslo pen"),
+    ("The Hague office", "Hague office", "The Hague office"),  # the cost: a name that opens with one
+])
+def test_a_span_never_starts_on_an_article_or_a_question_word(text, kept, refused):
+    g = from_json_schema(grounded({"type": "string"}), grounding=Grounding(text))
+    assert g.accepts(json.dumps(kept)) and not g.accepts(json.dumps(refused))
+
+
+@given(st.lists(st.sampled_from(["the", "The", "a", "an", "how", "What", "many", "kettle", "Oslo", "pen", "A-1"]),
+                min_size=1, max_size=8))
+def test_no_span_opens_with_an_article_or_question_word_and_a_blank(words):
+    text = " ".join(words)
+    starts = word_starts(text)
+    for match in re.finditer(r"\S+", text):
+        opener = match.group().casefold() in {"the", "a", "an", "how", "what", "many"}
+        assert starts[match.start()] is (not opener or match.end() == len(text))
 
 
 def test_a_span_never_ends_on_a_blank_even_where_the_pattern_refuses_what_follows():
