@@ -99,7 +99,7 @@ def test_facts_found_by_the_calls_count_apart_from_the_answer() -> None:
                              '{"name":"get_weather","arguments":{"city":"Cairo"}}', "Oslo is warmer."])
     outcome = asyncio.run(run_agent(task, task_agent(model, 8, 256), "constrained"))
     assert (outcome.success, outcome.found) == (False, True)
-    erring = ScriptedRuntime(['{"name":"get_weather","arguments":{"city":"Which city"}}', "Cairo."])
+    erring = ScriptedRuntime(['{"name":"get_weather","arguments":{"city":"city is warmer"}}', "Cairo."])
     outcome = asyncio.run(run_agent(task, task_agent(erring, 8, 256), "constrained"))
     assert (outcome.success, outcome.found) == (True, False)  # an error listing the known cities finds nothing
 
