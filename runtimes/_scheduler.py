@@ -150,8 +150,7 @@ class Scheduler:
         # the one holding least (then the one used longest ago): a prompt that shares only its
         # template's first tokens with a long cached one must not take that cache's slot and
         # throw away what the next turn of the same conversation would have read from it.
-        slot = max(free, key=lambda s: (reusable[s.index], -s.used) if reusable[s.index] >= MIN_REUSE
-                   else (0, -len(s.cached), -s.used))
+        slot = max(free, key=lambda s: _placement(reusable[s.index], s))
         source = max(self._slots, key=lambda s: reusable[s.index])
         own, shared = reusable[slot.index], reusable[source.index]
         if any(
@@ -295,6 +294,15 @@ class Scheduler:
                     self._model.begin_slot(slot.index, 0)
             except Exception:  # the next admission to this slot starts it anew regardless
                 pass
+
+
+def _placement(reusable: int, slot: _Slot) -> tuple[int, int, int]:
+    """How good a free `slot` is for a newcomer sharing `reusable` cached tokens with it (the
+    greatest is taken): the tokens it saves reading where they are worth keeping
+    (`MIN_REUSE`), else how little it holds; then how long ago it was used."""
+    if reusable >= MIN_REUSE:
+        return reusable, 0, -slot.used
+    return 0, -len(slot.cached), -slot.used
 
 
 def _common_prefix(cached: list[int], prompt: list[int]) -> int:

@@ -109,9 +109,9 @@ def routed_answer_messages(messages: list[Message], start: int) -> list[Message]
     routed on: the system prompt, then one user message with the calls made since the request
     and their results as context, and the request again, after one such question answered
     (`ANSWERED_EXAMPLE`); then the turns after the calls (an answer refused and the correction
-    asked) as they were; a repeat answered with an earlier call's outcome adds no line. A model never
-    trained on tool messages writes out a listed call or code after them; asked so, it answers
-    the question. A run that went in circles is asked so too, on any model: after its own
+    asked) as they were; a repeat answered with an earlier call's outcome adds no line. A
+    model never trained on tool messages writes out a listed call or code after them; asked
+    so, it answers the question. A run that went in circles is asked so too, on any model: after its own
     calls and a note asking for the answer, Qwen2.5-Coder-0.5B wrote code (the tools as Python
     functions) where the results held the answer (tune half of `bench.agent_values`: 8 → 11
     of 23 right)."""

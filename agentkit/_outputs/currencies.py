@@ -18,13 +18,13 @@ CODES = frozenset({
 })
 """The ISO 4217 codes this module reads a text's currencies as."""
 
-# Each pattern with the codes what it matches may be (none: the code it matches). Dollars are
-# read from the mark before the "$" ("C$", "A$", "R$") or the word before "dollars"
-# (`_DOLLARS`); a bare "$" or "dollars" is USD.
+_CODE = re.compile(r"\b(?:" + "|".join(sorted(CODES)) + r")\b")  # written in capitals, as codes are
+
+# Each pattern with the codes what it matches may be. Dollars are read from the mark before the
+# "$" ("C$", "A$", "R$") or the word before "dollars" (`_DOLLARS`); a bare "$" or "dollars" is USD.
 _MARKS: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE if ignore_case else 0), frozenset(codes.split()))
     for pattern, codes, ignore_case in (
-        (r"\b(?:" + "|".join(sorted(CODES)) + r")\b", "", False),  # the code itself: handled below
         (r"€|\beuros?\b", "EUR", True),
         (r"(?<![A-Za-z])(?:US)?\$", "USD", False),
         (r"\b(?:CA?|CAD) ?\$", "CAD", False),
@@ -68,10 +68,10 @@ _DOLLAR_OF = {"canadian": "CAD", "australian": "AUD", "zealand": "NZD", "kong": 
 
 def written_currencies(text: str) -> frozenset[str]:
     """The ISO 4217 codes of the currencies `text` writes, by code, symbol or name."""
-    found: set[str] = set()
+    found = set(_CODE.findall(text))
     for pattern, codes in _MARKS:
-        for match in pattern.finditer(text):
-            found |= codes or {match.group()}
+        if pattern.search(text):
+            found |= codes
     for match in _DOLLARS.finditer(text):
         found.add(_DOLLAR_OF.get((match.group(1) or "").casefold(), "USD"))
     return frozenset(found)

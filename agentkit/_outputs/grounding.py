@@ -48,6 +48,7 @@ _WORD = re.compile(r"\w+")
 # what tells whether a text writes a value of that shape (None: any text may hold one). A shape
 # is held only where the text writes such a value: where no span could fit, the field's fallback
 # would be any string of that shape, which a small model writes until its budget ends.
+_EMAIL_LIKE = re.compile(r"[^@\s]+@[^@\s]+\.\w")
 _PHONE_LIKE = re.compile(r"(?<!\w)[+(]?\d[\d ().-]{4,}\d(?!\w)")
 _DATE_LIKE = re.compile(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4}")
 
@@ -63,7 +64,7 @@ _NAMED_SHAPES = (
     (re.compile(r"(city|town|country|region|province|county|recipient|surname"
                 r"|(first|last|given|family|middle|full)_?name)", re.IGNORECASE), "^[^0-9]*$", None),
     (re.compile(r"(\w+_)?e_?mail(_address)?", re.IGNORECASE), "^[^@\\s]+@[^@\\s]+$",
-     lambda text: re.search(r"[^@\s]+@[^@\s]+\.\w", text) is not None),
+     lambda text: _EMAIL_LIKE.search(text) is not None),
     (re.compile(r"(\w+_)?(phone|telephone|tel|mobile|cell|fax)(_?number)?", re.IGNORECASE),
      "^[+(]?[0-9][0-9 ().-]{4,}[0-9]$", _writes_a_phone_number),
 )
