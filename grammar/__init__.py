@@ -20,6 +20,7 @@ from ._tokens.vocab import Vocabulary
 from ._tokens.gguf import read_gguf_metadata
 from ._reasoning import after_reasoning
 from ._byte_budget import longest_bytes, shortest_bytes, within_bytes
+from ._held_numbers import numbers_in
 from ._tools import ToolSchema, arguments, free_text, parse_tool_calls, tool_calls, tool_calls_or_text
 from ._masks.compiled import CompiledGrammar, compile
 from ._timing import CompileProfile
@@ -60,6 +61,7 @@ __all__ = [
     "fill_next_token_bitmasks",
     "gbnf_problem",
     "longest_bytes",
+    "numbers_in",
     "from_gbnf",
     "from_json_schema",
     "from_regex",

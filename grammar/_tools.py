@@ -32,6 +32,7 @@ from typing import Any, Collection, Literal, Sequence
 from ._byte_budget import ByteLengths, within_bytes
 from ._errors import CompileError
 from ._grammar import Dropped, Grammar, Ignored, merge_rules
+from ._held_numbers import RUN_CHARS, check_numbers, check_openings, number_rules
 from ._jsonschema import PYTHON_COMMA, Form, GroundedField, Grounding, from_json_schema, json_form, keyword_arguments
 from ._schema_union import moved
 from ._ir import ANY_CHAR, Node, alt, char_set, chars, lit, negate, opt, ref, repeat, seq, star
@@ -422,7 +423,8 @@ def calls_schema(tools: Sequence[ToolSchema]) -> dict[str, Any] | None:
     return {"anyOf": branches, **({"$defs": defs} if defs else {})}
 
 
-def _text_not_starting_with(openings: Sequence[str], blanks: int | None = None) -> dict[str, Node]:
+def _text_not_starting_with(openings: Sequence[str], blanks: int | None = None,
+                            numbers: Sequence[str] | None = None) -> dict[str, Node]:
     """Rules for non-empty text (rule "text") whose first non-blank characters do not begin any
     of `openings` (ASCII, as every envelope's opening and every python tool name is).
 
@@ -431,16 +433,21 @@ def _text_not_starting_with(openings: Sequence[str], blanks: int | None = None) 
     character that continues no opening, then anything. The "anything" and the non-ASCII
     characters that deviate are rules of their own, called from every place they are
     needed: one set of states, not a copy of each per branch. `blanks`: at most that many
-    leading blanks (None: any number)."""
+    leading blanks (None: any number). `numbers`: every number the text writes is one of
+    these (`_held_numbers`; None: any)."""
     if not all(o.isascii() for o in openings):
         raise CompileError(f"free text's excluded openings must be ASCII: {sorted(openings)}")
+    if numbers is not None:
+        check_openings(openings)
     blanks = repeat(char_set(_BLANKS), 0, blanks)
     rest = ref("text-rest")
     closed = set(openings)
+    runs = set(RUN_CHARS) if numbers is not None else set()
 
     def others(chars: set[str]) -> Node:
-        ascii_others = _chars_except([(0, 0x7F)], without=chars)
-        return alt(seq(ascii_others, rest), ref("text-wide"))
+        ascii_others = _chars_except([(0, 0x7F)], without=chars | runs)
+        number = (ref("numbers-run"),) if runs else ()
+        return alt(seq(ascii_others, rest), ref("text-wide"), *number)
 
     def by_next(prefix: str, group: Sequence[str]) -> dict[str, list[str]]:
         """The openings of `group` longer than `prefix` (which they all start with), by their
@@ -462,11 +469,11 @@ def _text_not_starting_with(openings: Sequence[str], blanks: int | None = None) 
     firsts = by_next("", openings)
     branches = [others(set(_BLANKS) | set(firsts))]
     branches += [seq(lit(c), after(c, more)) for c, more in firsts.items() if c not in closed]
-    return {
-        "text": seq(blanks, alt(*branches)),
-        "text-rest": star(ANY_CHAR),
-        "text-wide": seq(negate([(0, 0x7F)]), rest),
-    }
+    if numbers is None:
+        return {"text": seq(blanks, alt(*branches)), "text-rest": star(ANY_CHAR),
+                "text-wide": seq(negate([(0, 0x7F)]), rest)}
+    return {"text": seq(blanks, alt(*branches)), "text-rest": ref("numbers-text"),
+            "text-wide": seq(negate([(0, 0x7F)]), rest), **number_rules(numbers)}
 
 
 def _chars_except(ranges: Sequence[tuple[int, int]], *, without: set[str]) -> Node:
@@ -537,12 +544,17 @@ def _openings(chosen: tuple[Envelope, ...], names: Sequence[str] = ()) -> list[s
     return sorted({"{"} | {_OPENING[e] for e in chosen} | bare_calls)
 
 
-def free_text(*, envelope: Envelope | Sequence[Envelope] = "json", max_bytes: int | None = None) -> Grammar:
+def free_text(*, envelope: Envelope | Sequence[Envelope] = "json", max_bytes: int | None = None,
+              numbers: Collection[str] | None = None) -> Grammar:
     """Non-empty text that cannot be read as a tool call in these envelopes (the text branch
     of `tool_calls_or_text`, alone): a final answer where calls are not allowed. `max_bytes`:
-    at most that many UTF-8 bytes (see `within_bytes`)."""
+    at most that many UTF-8 bytes (see `within_bytes`). `numbers`: every number the text
+    writes (a run of digits with the points and commas between them, less those at its ends)
+    is one of these, exactly as given; `numbers_in(source)` reads a source's (None: any
+    number). An answer held so restates the numbers of its source and invents none."""
     leading = None if max_bytes is None else _LEADING_BLANKS
-    g = Grammar(_text_not_starting_with(_openings(envelopes(envelope)), leading), "text", source="free_text")
+    held = None if numbers is None else check_numbers(numbers)
+    g = Grammar(_text_not_starting_with(_openings(envelopes(envelope)), leading, held), "text", source="free_text")
     return g if max_bytes is None else within_bytes(g, max_bytes)
 
 
