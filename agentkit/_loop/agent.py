@@ -187,6 +187,18 @@ class Agent(Generic[OutputT]):
     only: a runtime that decodes on a server is sent the plain grammar. A run may set its own
     in `model_settings`.
 
+    `grounded_answers`: which text answers write only the numbers the conversation holds (a
+    number being a run of digits with the points and commas between them, as the system
+    prompt, the user's messages or the tool results write it, or in its other grouping:
+    1204557 as "1,204,557"; `grammar.free_text(numbers=...)`), once the run has called a tool.
+    "auto" (default): an answer asked with the calls' results as context: a routed run's (see
+    `tool_routing`), and one asked after the run went in circles (`answer_on_repeat`); SmolLM2-
+    135M, restating a result, wrote 1.8581 for 0.8581 and numbers no tool gave. True: also the
+    answer a run resumed from a history is asked for by a note. False: none. A turn that may
+    still call or answer is not held. A derived number (a sum, a difference) the conversation
+    does not hold cannot be written where an answer is held. A run may set its own in
+    `model_settings`.
+
     `tool_routing`: how a run's first call is decided where the model never starts one by
     itself. "auto" (default): for a model whose chat template takes no tools (one never
     trained to call them, as the default SmolLM2-135M) on a runtime that can score a text
@@ -225,6 +237,7 @@ class Agent(Generic[OutputT]):
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
         grounded_arguments: GroundedMode = "auto",
+        grounded_answers: GroundedMode = "auto",
         tool_routing: ToolRouting = "auto",
         temperature: float = 0.0,
         top_p: float = 1.0,
@@ -257,6 +270,7 @@ class Agent(Generic[OutputT]):
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
         grounded_arguments: GroundedMode = "auto",
+        grounded_answers: GroundedMode = "auto",
         tool_routing: ToolRouting = "auto",
         temperature: float = 0.0,
         top_p: float = 1.0,
@@ -288,6 +302,7 @@ class Agent(Generic[OutputT]):
         answer_on_repeat: bool = True,
         reasoning: ReasoningSpan | None = None,
         grounded_arguments: GroundedMode = "auto",
+        grounded_answers: GroundedMode = "auto",
         tool_routing: ToolRouting = "auto",
         temperature: float = 0.0,
         top_p: float = 1.0,
@@ -346,6 +361,8 @@ class Agent(Generic[OutputT]):
         self.reasoning = reasoning
         check_grounded_arguments(grounded_arguments)
         self.grounded_arguments = grounded_arguments
+        check_grounded_arguments(grounded_answers, "grounded_answers")
+        self.grounded_answers = grounded_answers
         if not (tool_routing == "auto" or isinstance(tool_routing, bool)):
             raise InvalidArgument("tool_routing", f"must be 'auto', True or False, got {tool_routing!r}")
         self.tool_routing: ToolRouting = tool_routing

@@ -23,7 +23,8 @@ class ModelSettings(TypedDict, total=False):
     `ToolCallRecord.confidence` says how sure the model was of each argument value; local
     runtimes then read a model pass per token), `grounded_arguments` (True, False or "auto":
     which tool arguments are held to the conversation's text, as `Agent(grounded_arguments=...)`
-    says)."""
+    says), `grounded_answers` (the same values: which text answers write only the numbers the
+    conversation holds, as `Agent(grounded_answers=...)` says)."""
 
     temperature: float
     top_p: float
@@ -31,6 +32,7 @@ class ModelSettings(TypedDict, total=False):
     max_tokens: int
     confidence: bool
     grounded_arguments: bool | Literal["auto"]
+    grounded_answers: bool | Literal["auto"]
 
 
 MODEL_SETTINGS = frozenset(ModelSettings.__annotations__)
@@ -58,8 +60,9 @@ def check_model_settings(settings: Any, argument: str = "model_settings") -> Mod
             checks.check_count(f"{argument}['max_tokens']", settings["max_tokens"])
     if "confidence" in settings and not isinstance(settings["confidence"], bool):
         raise InvalidArgument(f"{argument}['confidence']", f"must be True or False, not {type(settings['confidence']).__name__}")
-    if "grounded_arguments" in settings:
-        check_grounded_arguments(settings["grounded_arguments"], f"{argument}['grounded_arguments']")
+    for key in ("grounded_arguments", "grounded_answers"):
+        if key in settings:
+            check_grounded_arguments(settings[key], f"{argument}[{key!r}]")
     return ModelSettings(**settings)  # type: ignore[typeddict-item]
 
 

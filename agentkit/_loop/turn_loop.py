@@ -12,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from grammar import Grammar
+from grammar import Grammar, numbers_in
 from runtimes import Generation, Runtime
 
 from .approvals import held_turn, pending_call
@@ -106,6 +106,10 @@ class TurnLoop:
         output = self.agent.output
         answer = output.grammar_in(output.form_for(runtime)) if output is not None else None
         calls = 1 if route is not None else None  # routing chose one call
+        if kind == "answer" and answer is None and self._holds_answer_numbers(state):
+            text = conversation_text(state.messages, self.agent._instructions(state.settings.tools))
+            max_bytes = None if getattr(runtime, "steers_budget", True) else budget
+            return grammars.held_answer(envelopes, numbers_in(text), max_bytes)
         if not getattr(runtime, "steers_budget", True):
             return GroundedTurn(grammars.get(tools, envelopes, kind, budget, answer, calls), kind)
         mode = state.settings.model.get("grounded_arguments", self.agent.grounded_arguments)
@@ -121,6 +125,15 @@ class TurnLoop:
                         "required: the turn's arguments are not held to the conversation", state.step,
                         ", ".join(turn.withheld))
         return turn
+
+    def _holds_answer_numbers(self, state: RunState) -> bool:
+        """Whether an answer turn writes only the conversation's numbers (`grounded_answers`),
+        once the run has called a tool (a failed call too: its answer invents no number
+        either): an answer asked the routed way under "auto", any under True."""
+        mode = state.settings.model.get("grounded_answers", self.agent.grounded_answers)
+        if mode is False or not state.records:
+            return False
+        return mode is True or state.answers_routed
 
     def _turn_tools(self, state: RunState, route: Route | None = None) -> dict[str, Tool]:
         """The tools a turn may call: the routed or forced one alone, else the run's."""

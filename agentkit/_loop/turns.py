@@ -1,12 +1,13 @@
 """Turn grammars: what a model turn may be (calls, calls or the answer, the answer alone), and
 the grammar that holds it, built once per set of tools, envelope and kind; a turn whose tool
-arguments are held to the conversation (grounded), once per conversation text as well."""
+arguments are held to the conversation (grounded), or an answer whose numbers are, once per
+conversation text as well."""
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 import grammar
@@ -103,10 +104,21 @@ class TurnGrammars:
         if not marked:
             return GroundedTurn(self.get(tools, envelopes, kind, answer=answer, max_calls=calls), kind)
         key = (tuple(tools.values()), envelopes, kind, mode, text, answer, calls)
+        return self._kept(key, lambda: self._ground(tools, marked, envelopes, kind, grammar.Grounding(text),
+                                                    answer, calls))
+
+    def held_answer(self, envelopes: tuple[Envelope, ...], numbers: tuple[str, ...],
+                    max_bytes: int | None = None) -> GroundedTurn:
+        """An answer turn whose every number is one of `numbers` (`grammar.free_text(numbers=)`)."""
+        return self._kept(("answer", envelopes, numbers, max_bytes), lambda: GroundedTurn(
+            self._finish(grammar.free_text(envelope=envelopes, max_bytes=max_bytes, numbers=numbers), max_bytes),
+            "answer"))
+
+    def _kept(self, key: tuple[object, ...], build: Callable[[], GroundedTurn]) -> GroundedTurn:
+        """The turn kept under `key`, else `build()`'s, kept (the least recently used dropped)."""
         found = self._grounded.get(key)
         if found is None:
-            found = self._grounded[key] = self._ground(tools, marked, envelopes, kind, grammar.Grounding(text),
-                                                       answer, calls)
+            found = self._grounded[key] = build()
             if len(self._grounded) > GROUNDED_TURNS:
                 self._grounded.popitem(last=False)
         else:
