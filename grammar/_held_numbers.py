@@ -5,9 +5,9 @@ A number, here, is a maximal run of digits with the points and commas between th
 numbers when each run, less the points and commas at its ends ("205." ends a sentence), is one
 of the held ones, written exactly so: held "7.5" admits "7.5" and "-7.5" (the sign is text) but
 not "7.50", "75" or "7.5.1"; a run with two points or commas in a row ("1..2") is no number and
-none holds it. A small model answering from a tool's result invents or garbles
-the number it restates ("20 days" for 205, "120,4557"); an answer held so can only restate
-one the conversation holds.
+none holds it. A small model answering from a tool's result invents or garbles the number it
+restates ("20 days" for 205, "120,4557"); an answer held so can only restate one the
+conversation holds.
 """
 
 from __future__ import annotations

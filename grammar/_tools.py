@@ -469,11 +469,10 @@ def _text_not_starting_with(openings: Sequence[str], blanks: int | None = None,
     firsts = by_next("", openings)
     branches = [others(set(_BLANKS) | set(firsts))]
     branches += [seq(lit(c), after(c, more)) for c, more in firsts.items() if c not in closed]
+    rules = {"text": seq(blanks, alt(*branches)), "text-wide": seq(negate([(0, 0x7F)]), rest)}
     if numbers is None:
-        return {"text": seq(blanks, alt(*branches)), "text-rest": star(ANY_CHAR),
-                "text-wide": seq(negate([(0, 0x7F)]), rest)}
-    return {"text": seq(blanks, alt(*branches)), "text-rest": ref("numbers-text"),
-            "text-wide": seq(negate([(0, 0x7F)]), rest), **number_rules(numbers)}
+        return {**rules, "text-rest": star(ANY_CHAR)}
+    return {**rules, "text-rest": ref("numbers-text"), **number_rules(numbers)}
 
 
 def _chars_except(ranges: Sequence[tuple[int, int]], *, without: set[str]) -> Node:

@@ -110,12 +110,15 @@ class Agent(Generic[OutputT]):
     `answer_on_repeat` (default True): once a turn holds a repeat of a call that succeeded,
     or a call that fails again with the error an equal call failed with, the next turn is held
     to the final answer alone (text, or the output type), asked with the results as context
-    (the run's request again, after one question answered so): the model is going in
-    circles, so the run ends with an answer rather than at `max_steps`.
-    `tool_choice="required"` means at least one successful call: until a call has succeeded, every turn is held to tool calls (going in circles then changes nothing);
-    after that a turn may call tools or answer. "auto" lets the model answer at any turn. A
-    tool's name forces that tool: until a call of it has succeeded, every turn is held to calls
-    of it alone (its grammar, no other tool's); then the run goes on as "auto".
+    (the run's request again, after one question answered so; a run resumed from a history
+    with no request of its own, after a note asking for it): the model is going in circles,
+    so the run ends with an answer rather than at `max_steps`.
+
+    `tool_choice="required"` means at least one successful call: until a call has succeeded,
+    every turn is held to tool calls (going in circles then changes nothing); after that a
+    turn may call tools or answer. "auto" lets the model answer at any turn. A tool's name
+    forces that tool: until a call of it has succeeded, every turn is held to calls of it
+    alone (its grammar, no other tool's); then the run goes on as "auto".
 
     `output_validator`: a function (sync or async) given the final answer (the output type's
     value, or the text), returning the answer to keep (the one given, or another); where it
