@@ -30,7 +30,7 @@ from .._inputs import (
     check_tool_item,
 )
 from .._messages import Envelope, Message, call_envelopes, conversation, initial_messages
-from .._outputs.grounding import GroundedMode
+from .._outputs.grounding import GroundedMode, check_mode
 from .._outputs.output import OutputSpec, OutputValidator
 from .limits import RunLimits, UsageLimits
 from .repeats import REPEAT_CALLS, CallLedger, RepeatCalls
@@ -38,7 +38,6 @@ from .routing import ToolRouting
 from .settings import (
     ModelSettings,
     RunSettings,
-    check_grounded_arguments,
     check_model_settings,
     check_tool_choice,
     run_tools,
@@ -362,9 +361,9 @@ class Agent(Generic[OutputT]):
         self.repeat_calls = repeat_calls
         self.answer_on_repeat = answer_on_repeat
         self.reasoning = reasoning
-        check_grounded_arguments(grounded_arguments)
+        check_mode(grounded_arguments, "grounded_arguments")
         self.grounded_arguments = grounded_arguments
-        check_grounded_arguments(grounded_answers, "grounded_answers")
+        check_mode(grounded_answers, "grounded_answers")
         self.grounded_answers = grounded_answers
         if not (tool_routing == "auto" or isinstance(tool_routing, bool)):
             raise InvalidArgument("tool_routing", f"must be 'auto', True or False, got {tool_routing!r}")

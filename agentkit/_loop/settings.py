@@ -11,6 +11,7 @@ from runtimes import checks
 
 from .._errors import InvalidArgument
 from .._inputs import as_argument_error, check_tool_item
+from .._outputs.grounding import check_mode
 from .._tools.tool import Tool, tool
 
 
@@ -62,7 +63,7 @@ def check_model_settings(settings: Any, argument: str = "model_settings") -> Mod
         raise InvalidArgument(f"{argument}['confidence']", f"must be True or False, not {type(settings['confidence']).__name__}")
     for key in ("grounded_arguments", "grounded_answers"):
         if key in settings:
-            check_grounded_arguments(settings[key], f"{argument}[{key!r}]")
+            check_mode(settings[key], f"{argument}[{key!r}]")
     return ModelSettings(**settings)  # type: ignore[typeddict-item]
 
 
@@ -84,12 +85,6 @@ class RunSettings:
         turn's budget decides)."""
         return {"temperature": self.model["temperature"], "top_p": self.model["top_p"], "seed": self.model["seed"],
                 "scores": self.model.get("confidence", False)}
-
-
-def check_grounded_arguments(value: Any, argument: str = "grounded_arguments") -> None:
-    """True, False or "auto", else an `InvalidArgument`."""
-    if not (isinstance(value, bool) or (isinstance(value, str) and value == "auto")):
-        raise InvalidArgument(argument, f'must be True, False or "auto", not {value!r}')
 
 
 def run_tools(

@@ -83,10 +83,11 @@ class FieldGrounding:
     reason: str = ""
 
 
-def check_mode(grounded: Any) -> None:
-    """Refuse a `grounded=` that is not True, False or "auto" (an `InvalidArgument`)."""
-    if not (isinstance(grounded, bool) or grounded == "auto"):
-        raise InvalidArgument("grounded", f'must be True, False or "auto", not {grounded!r}')
+def check_mode(value: Any, argument: str = "grounded") -> None:
+    """Refuse a grounding mode (`grounded=`, `grounded_arguments=`, `grounded_answers=`) that
+    is not True, False or "auto": an `InvalidArgument` naming `argument`."""
+    if not (isinstance(value, bool) or (isinstance(value, str) and value == "auto")):
+        raise InvalidArgument(argument, f'must be True, False or "auto", not {value!r}')
 
 
 def grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode, runtime: Any,
