@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import decimal
 import math
 import re
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
@@ -215,7 +216,19 @@ def feeds_on(arguments: Any, earlier: ToolCallRecord, told: str) -> bool:
     changed = [value for path, value in mine.items() if path not in theirs or not _equal(value, theirs[path])]
     held = [value for _, value in _leaves(earlier.result)]
     return bool(changed) and all(
-        any(_equal(value, h) for h in held) and not _told(value, told) for value in changed)
+        any(_equal(value, h) or _cut_from(value, h) for h in held) and not _told(value, told) for value in changed)
+
+
+def _cut_from(value: Any, held: Any) -> bool:
+    """Whether number `value` is number `held` written to fewer decimal places, cut or
+    rounded (3397 or 3397.2 for 3397.15): a model copying a result often drops its last
+    digits, and Qwen2.5-Coder-0.5B chained `convert_temperature` so until `max_steps`."""
+    if not (_is_number(value) and _is_number(held)) or not math.isfinite(held):
+        return False
+    exact = decimal.Decimal(repr(float(held)))
+    places = -exact.as_tuple().exponent
+    return any(float(exact.quantize(decimal.Decimal(1).scaleb(-d), rounding)) == value
+               for d in range(min(max(places, 0), 17)) for rounding in (decimal.ROUND_DOWN, decimal.ROUND_HALF_UP))
 
 
 _NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")

@@ -42,6 +42,13 @@ def test_a_chain_on_its_own_result_is_ended_and_the_answer_keeps_the_first_resul
     assert result.output == "It is 298.15 K." and result.usage.repeated_calls == 1
 
 
+def test_a_chain_on_its_result_with_digits_dropped_is_ended_too():
+    runs.clear()
+    model = ScriptedRuntime([_call(3124), _call(3397), "It is 3397.15 K."])
+    result = Agent([to_kelvin], runtime=model).run_sync("What is the temperature at the office of employee 3124?")
+    assert runs == [3124] and result.tool_calls[1].reused and result.usage.repeated_calls == 1
+
+
 def test_a_value_the_user_gave_is_new_information_and_runs():
     runs.clear()
     model = ScriptedRuntime([_call(25), _call(298.15), "Both done."])
@@ -62,7 +69,18 @@ def test_feeding_on_a_result_is_exactly_an_argument_taken_from_it_and_not_told(x
     assert feeds_on({"v": y}, earlier, told) is (abs(y) != abs(x))
     assert not feeds_on({"v": x}, earlier, told)  # the same call is a plain repeat, not this
     assert not feeds_on({"v": y}, earlier, f"{told} and {y}")  # the user gave it
-    assert not feeds_on({"v": y + 0.5}, earlier, told)  # a value the result does not hold
+    assert not feeds_on({"v": y + 1}, earlier, told)  # a value the result does not hold
+
+
+@given(st.integers(-10**6, 10**6), st.integers(-10**6, 10**6), st.integers(1, 99))
+def test_a_result_written_with_fewer_decimals_is_still_fed_on(x, whole, hundredths):
+    """3397 or 3397.2 for a result of 3397.15: the model copied the result, cutting digits."""
+    y = whole + hundredths / 100 if whole >= 0 else whole - hundredths / 100
+    earlier = _record({"v": x}, {"out": y})
+    told = f"please use {x}"
+    for cut in {float(whole), round(y, 1), float(int(y * 10)) / 10}:
+        assert feeds_on({"v": cut}, earlier, told) is (abs(cut) != abs(x))
+    assert not feeds_on({"v": whole + (2 if whole >= 0 else -2)}, earlier, told)  # not a cut of it
 
 
 def test_a_changed_argument_from_elsewhere_is_no_chain():
