@@ -74,6 +74,8 @@ class Grounding:
 # `K-4410`'s hyphen).
 _LETTER = r"[^\W_\u2E80-\U0010FFFF]"
 _INSIDE_WORD = re.compile(rf"(?<={_LETTER})(?={_LETTER}|[.\-'@_/+]{_LETTER})")
+_LOWER_WORD = re.compile(r"(?<![\w.\-'@_/+])[^\W\d_]+(?![\w\-'@_/+])")
+_NO_SINGULAR = frozenset({"does", "goes"})  # verbs: "doe" and "goe" would be spans no value is
 _AFTER_A_JOIN = re.compile(rf"(?<={_LETTER}[.\-'@_/+])(?={_LETTER})")
 _NO_VALUE_OPENS = re.compile(r"(?<!\w)(?:the|an?|how|what|which|who|whom|whose|where|when|why|many|much)(?=\s)",
                              re.IGNORECASE)
@@ -103,13 +105,32 @@ def word_ends(source: str) -> list[bool]:
     mark that joins two parts of one (`maria.gonzalez@correo.mx`, `K-4410`), nor just after
     a mark that ends a clause (`Zürich,`) or after a blank (`"Av. Paulista "`): a small model
     closes a span early, mid-word ("Sach"), at an email's first dot, or before a part of the
-    value its field's pattern refuses."""
+    value its field's pattern refuses. A lowercase plural may also end at its singular
+    (`singulars`: "umbrella" of "umbrellas")."""
     out = [True] + [not ch.isspace() for ch in source]  # the offset after a blank is no end
     for match in _INSIDE_WORD.finditer(source):
         out[match.start()] = False
+    for match in _LOWER_WORD.finditer(source):
+        for stem in singulars(match.group()):
+            out[match.start() + len(stem)] = True
     for match in _CLAUSE_END.finditer(source):
         out[match.end()] = False
     return out
+
+
+def singulars(word: str) -> list[str]:
+    """The singulars a lowercase English plural may stand for ("umbrellas": "umbrella";
+    "watches": "watch"; "boxes": "box" and "boxe"), none for another word. A request names a
+    product in the plural ("How many umbrellas are in stock?", "4 desk lamps") where a tool's
+    key is the singular: a span may end at either. A capitalised word (a name: "Sachs",
+    "Jonas") keeps its one end, as a small model closes a span early where it can."""
+    if (len(word) < 4 or not word.islower() or not word.endswith("s") or word.endswith(("is", "us", "ss"))
+            or word in _NO_SINGULAR):
+        return []
+    found = [word[:-1]]
+    if word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")):
+        found.append(word[:-2])
+    return found
 
 
 def clause_break(before: int, after: int) -> bool:

@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 
 import grammar
 from grammar import Grounding, Vocabulary, from_json_schema
-from grammar._jsonschema.grounding import clause_break, numbers_in, word_ends, word_starts
+from grammar._jsonschema.grounding import clause_break, numbers_in, singulars, word_ends, word_starts
 from grammar._jsonschema.substrings import span_automaton
 from ir_sampling import sentence
 
@@ -91,13 +91,35 @@ def test_a_span_stays_within_one_clause_of_one_line(value, longer):
 
 @pytest.mark.parametrize("cut, whole", [
     ("maria", "maria.gonzalez@correo.mx"), ("maria.gonzalez@correo", "maria.gonzalez@correo.mx"),
-    ("Sach", "Sachs"), ("K", "K-4410"), ("O", "O'Brien"), ("Ann Le", "Ann Lee"),
+    ("Sach", "Sachs"), ("Jona", "Jonas"), ("K", "K-4410"), ("O", "O'Brien"), ("Ann Le", "Ann Lee"),
 ])
 def test_a_span_ends_where_a_word_ends_not_inside_one_nor_at_a_mark_joining_its_parts(cut, whole):
     g = from_json_schema(grounded({"type": "string"}),
                          grounding=Grounding(f"Write to {whole}. Later: {whole}, and {whole}!"))
     assert g.accepts(json.dumps(whole)) and not g.accepts(json.dumps(cut))
     assert g.accepts(json.dumps(f"{whole}.")) and g.accepts(json.dumps(f"Write to {whole}"))
+
+
+@pytest.mark.parametrize("text, singular", [
+    ("How many umbrellas are in stock?", "umbrella"), ("What would 4 desk lamps cost?", "desk lamp"),
+    ("Two watches and three boxes.", "watch"), ("Two watches and three boxes.", "box"),
+    ("At 2.5 dollars each, what are all the staplers worth?", "stapler"),
+])
+def test_a_lowercase_plural_may_end_at_its_singular(text, singular):
+    g = from_json_schema(grounded({"type": "string"}), grounding=Grounding(text))
+    assert g.accepts(json.dumps(singular)) and g.accepts(json.dumps(singular.rsplit(" ", 1)[0]))
+
+
+@given(st.text(st.sampled_from("abcdehilnorsuxz"), min_size=1, max_size=8), st.sampled_from(["s", "es"]),
+       st.booleans())
+def test_a_span_ends_inside_a_word_only_at_a_lowercase_plurals_singular(stem, ending, capital):
+    word = stem + ending
+    word = word.capitalize() if capital else word
+    ends = word_ends(f"Ask for {word} today")
+    inside = [j - len("Ask for ") for j in range(len("Ask for ") + 1, len("Ask for ") + len(word)) if ends[j]]
+    assert [word[:j] for j in inside] == sorted(singulars(word), key=len)
+    assert singulars(word) == [] or (not capital and len(word) >= 4 and word.endswith("s")
+                                     and not word.endswith(("is", "us", "ss")) and word not in {"does", "goes"})
 
 
 @pytest.mark.parametrize("cut, whole", [
