@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from runtimes import Runtime
+from runtimes import ContinuationScore, Runtime
 
 from .._messages import Message
 from .._tools.tool import Tool
@@ -40,6 +40,19 @@ ROUTE_THRESHOLD = 6.4
 """The least evidence (nats) for the best tool for the run to call it. Set on the tune half of
 `bench.agent_values` with SmolLM2-135M: its requests that need a tool gave 7.4 to 23.4, those
 no tool fits 2.9 to 5.4."""
+
+DECLINE_THRESHOLD = -1.0
+"""Below this evidence (nats) a model that calls by itself (its chat template takes tools)
+answers the run's first turn without a call; at or above it, the model decides. Set on the
+tune half of `bench.agent_values` with Qwen2.5-Coder-0.5B, below each of its requests that
+need a tool (-0.5 to 34.5); its requests no tool fits gave -11.4 to 7.5, three of five
+below."""
+
+READS_AT_ONCE = 3
+"""The reads of one routing decision in flight at once. All at once, they took every slot of
+the runtime's batch, the one holding the conversation's cached prompt too, and the run's
+first turn read its 1,300 tokens again (Qwen2.5-Coder-0.5B: 3.3 -> 9.8 s a request of
+`bench.agent_values`); on two cores a batch of more than two reads gains little."""
 
 PLAIN_LINE = "A message to a chat assistant:\n"
 """What the request follows when no tool is named: its likelihood without tools."""
@@ -74,6 +87,14 @@ def routes(mode: ToolRouting, runtime: Runtime, tool_choice: str, tools: Mapping
     return mode is True or runtime.template_takes_tools is False
 
 
+def declines(mode: ToolRouting, runtime: Runtime, tool_choice: str, tools: Mapping[str, Tool]) -> bool:
+    """Whether routing may only decline a run's first call (`DECLINE_THRESHOLD`): under "auto",
+    for a model whose template takes tools (it calls by itself, and calls a tool for a request
+    no tool fits) on a runtime that can score a continuation."""
+    return (mode == "auto" and tool_choice == "auto" and bool(tools) and runtime.scores_continuations
+            and runtime.template_takes_tools is True)
+
+
 async def route(runtime: Runtime, request: str, tools: Mapping[str, Tool],
                 threshold: float = ROUTE_THRESHOLD) -> Route:
     """The tool `request` is for, if any reaches `threshold`.
@@ -83,8 +104,13 @@ async def route(runtime: Runtime, request: str, tools: Mapping[str, Tool],
     lends the request). A request no tool fits can still follow a capability line better than
     the plain one ("Translate ..." after "can convert a temperature"), but then so does it
     after most tools' lines; one a tool fits stands out from them."""
-    plain, *scored = await asyncio.gather(
-        runtime.score(PLAIN_LINE, request), *(runtime.score(tool_line(t), request) for t in tools.values()))
+    at_once = asyncio.Semaphore(READS_AT_ONCE)
+
+    async def read(line: str) -> ContinuationScore:
+        async with at_once:
+            return await runtime.score(line, request)
+
+    plain, *scored = await asyncio.gather(read(PLAIN_LINE), *(read(tool_line(t)) for t in tools.values()))
     information = {name: s.logprob - plain.logprob for name, s in zip(tools, scored)}
     best = max(information, key=information.__getitem__)
     evidence = 2 * information[best] - statistics.median(information.values())

@@ -60,7 +60,7 @@ from .repeats import ANSWER_NOW, ValidCall
 from .._runtime import budget_reached, model_written_calls
 from .state import RunState
 from .._tools.tool import Tool
-from .routing import Route, route, routed_answer_messages, routes
+from .routing import DECLINE_THRESHOLD, Route, declines, route, routed_answer_messages, routes
 from .turns import GroundedTurn, TurnKind, preamble
 
 if TYPE_CHECKING:
@@ -164,12 +164,17 @@ class TurnLoop:
 
     async def _route(self, state: RunState, runtime: Runtime) -> None:
         """Where the run's model never starts a call by itself (`tool_routing`), decide the
-        first turn's call from the user's request (`routing`)."""
-        if state.request_at is None or not routes(self.agent.tool_routing, runtime, state.settings.tool_choice,
-                                                   state.settings.tools):
+        first turn's call from the user's request (`routing`); where it calls by itself, only
+        whether the first turn answers without a call (`routing.declines`)."""
+        if state.request_at is None:
             return
+        mode, choice, tools = self.agent.tool_routing, state.settings.tool_choice, state.settings.tools
         request = state.messages[state.request_at]["content"]
-        state.route = await state.within(route(runtime, request, state.settings.tools), runtime.name)
+        if routes(mode, runtime, choice, tools):
+            state.route = await state.within(route(runtime, request, tools), runtime.name)
+        elif declines(mode, runtime, choice, tools):
+            found = await state.within(route(runtime, request, tools, DECLINE_THRESHOLD), runtime.name)
+            state.route = found if found.tool is None else None
 
     async def _instruct(self, state: RunState) -> None:
         """A system prompt made per run: called with the run's context, its text leading the
@@ -204,7 +209,8 @@ class TurnLoop:
             with state.model_errors(runtime.name):
                 turn_grammar = self._turn_grammar(state, runtime, envelopes, kind, budget, route)
             g, kind = turn_grammar.grammar, turn_grammar.kind
-            listed = None if state.answers_routed else tools_json
+            declined = route is not None and route.tool is None  # no tool is listed to an answer routing chose
+            listed = None if state.answers_routed or declined else tools_json
             options = dict(grammar=g, max_tokens=budget, tools=listed, **state.settings.generation_options())
             request = state.trace.model_request(runtime, state.step, options, withheld=turn_grammar.withheld,
                                                 ungrounded=turn_grammar.ungrounded)

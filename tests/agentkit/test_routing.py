@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentkit import Agent, InvalidArgument, ModelRequestFailed, Tool
-from agentkit._loop.routing import ANSWERED_EXAMPLE, PLAIN_LINE, ROUTE_THRESHOLD, route, tool_line
+from agentkit._loop.routing import (ANSWERED_EXAMPLE, DECLINE_THRESHOLD, PLAIN_LINE, READS_AT_ONCE, ROUTE_THRESHOLD,
+                                    route, tool_line)
 from runtimes import ContinuationScore, RuntimeFailure, TokenScore, Usage
 from runtimes.testing import RandomRuntime, ScriptedRuntime
 
@@ -88,7 +89,8 @@ def test_a_request_no_tool_stands_out_for_is_answered_without_a_call():
     ({"tool_routing": False}, False),
     ({"tool_choice": "required"}, False),
     ({"tool_choice": "get_price"}, False),
-    ({}, True),
+    ({"tool_routing": False}, True),
+    ({"tool_choice": "required"}, True),
     ({}, None),
 ])
 def test_a_run_is_not_routed_where_the_model_or_the_caller_decides(options, takes_tools):
@@ -97,6 +99,60 @@ def test_a_run_is_not_routed_where_the_model_or_the_caller_decides(options, take
     Agent(TOOLS, runtime=rt, **options).run_sync("What does a pen cost in Oslo?")
     assert not rt.scored
     assert rt.calls[0].grammar.accepts(call("get_price", product="pen"))
+
+
+def both_lines(evidence: float) -> dict[str, float]:
+    """Both tools' lines `evidence` over the plain one: the best's evidence, 2e - median, is e."""
+    return {WEATHER_LINE: evidence, "get the price": evidence}
+
+
+@pytest.mark.parametrize("evidence", [DECLINE_THRESHOLD, DECLINE_THRESHOLD + 0.5, 10.0])
+def test_a_model_that_calls_by_itself_decides_where_a_tool_may_fit(evidence):
+    rt = RoutedScripted([call("get_price", product="pen"), "4.35 dollars."], both_lines(evidence))
+    rt.template_takes_tools = True
+    result = Agent(TOOLS, runtime=rt).run_sync("What does a pen cost?")
+    assert rt.scored and result.output == "4.35 dollars."
+    first = rt.calls[0]
+    assert first.grammar.accepts(call("get_price", product="pen")) and first.grammar.accepts("It is 4.35.")
+    assert {t["function"]["name"] for t in first.tools} == {"get_weather", "get_price"}  # its own choice, listed
+
+
+@pytest.mark.parametrize("evidence", [DECLINE_THRESHOLD - 0.01, -5.0])
+def test_a_model_that_calls_by_itself_answers_without_a_call_where_no_tool_fits(evidence):
+    rt = RoutedScripted(["Tokyo."], both_lines(evidence))
+    rt.template_takes_tools = True
+    result = Agent(TOOLS, runtime=rt).run_sync("What is the capital of Japan?")
+    (only,) = rt.calls
+    assert result.output == "Tokyo." and not result.tool_calls
+    assert only.tools is None  # no listing: shown tools, it writes the call it wanted as text
+    assert not only.grammar.accepts(call("get_weather", city="Tokyo"))
+
+
+class Counting(RoutedScripted):
+    """Scores as `RoutedScripted`, after a pause, counting the reads in flight at once."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.in_flight = self.most = 0
+
+    async def score(self, prompt: Any, continuation: str) -> ContinuationScore:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        await asyncio.sleep(0.001)
+        try:
+            return await super().score(prompt, continuation)
+        finally:
+            self.in_flight -= 1
+
+
+@given(st.integers(1, 12))
+def test_a_routing_decision_reads_a_few_lines_at_once_every_one_once(count):
+    tools = {f"t{i}": Tool.from_function(no_description, name=f"t{i}", description=f"do thing {i}")
+             for i in range(count)}
+    rt = Counting([], {})
+    asyncio.run(route(rt, "a request", tools))
+    assert rt.most == min(READS_AT_ONCE, count + 1)
+    assert sorted(p for p, _ in rt.scored) == sorted([PLAIN_LINE, *(tool_line(t) for t in tools.values())])
 
 
 def test_routing_true_routes_a_model_trained_to_call():
@@ -151,8 +207,8 @@ def test_the_route_is_the_tool_of_most_information_where_its_evidence_reaches_th
     assert decided.tool in (f"t{best}", None) and (decided.tool is None) == (decided.evidence < threshold)
 
 
-def test_the_default_threshold_is_positive():
-    assert ROUTE_THRESHOLD > 0
+def test_the_default_threshold_is_positive_and_above_declining():
+    assert ROUTE_THRESHOLD > 0 > DECLINE_THRESHOLD
 
 
 def test_a_random_model_scores_for_routing_through_the_runtime():
