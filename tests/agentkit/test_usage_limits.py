@@ -145,7 +145,7 @@ def test_no_run_passes_its_request_or_call_limit(turns: list[int], request_limit
     """Turns of 1 to 3 distinct calls, then an answer: the run ends with its answer exactly where
     it fits both limits; otherwise it stops before the request or the calls that would pass one,
     having spent no more than either allows."""
-    cities = iter(CITIES * 2)
+    cities = iter([f"{city} {n}" for n in (1, 2) for city in CITIES])  # 16 names: every call distinct
     script = ["\n".join(call(next(cities)) for _ in range(n)) for n in turns] + ["Mild."]
     runs: list[str] = []
     rt = ScriptedRuntime(script)
