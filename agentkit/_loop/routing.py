@@ -81,11 +81,16 @@ class Route:
     evidence: float
 
 
+def _scorable(runtime: Runtime, tool_choice: str, tools: Mapping[str, Tool]) -> bool:
+    """Tools to choose from, no choice forced by the caller, and a runtime that can score a
+    continuation: what routing needs, to route or to decline."""
+    return tool_choice == "auto" and bool(tools) and runtime.scores_continuations
+
+
 def routes(mode: ToolRouting, runtime: Runtime, tool_choice: str, tools: Mapping[str, Tool]) -> bool:
-    """Whether a run decides its first call by routing: tools to choose from, no choice forced
-    by the caller, a runtime that can score a continuation, and (under "auto") a model whose
-    template takes no tools."""
-    if mode is False or tool_choice != "auto" or not tools or not runtime.scores_continuations:
+    """Whether a run decides its first call by routing (`_scorable`, and under "auto" a model
+    whose template takes no tools)."""
+    if mode is False or not _scorable(runtime, tool_choice, tools):
         return False
     return mode is True or runtime.template_takes_tools is False
 
@@ -93,9 +98,8 @@ def routes(mode: ToolRouting, runtime: Runtime, tool_choice: str, tools: Mapping
 def declines(mode: ToolRouting, runtime: Runtime, tool_choice: str, tools: Mapping[str, Tool]) -> bool:
     """Whether routing may only decline a run's first call (`DECLINE_THRESHOLD`): under "auto",
     for a model whose template takes tools (it calls by itself, and calls a tool for a request
-    no tool fits) on a runtime that can score a continuation."""
-    return (mode == "auto" and tool_choice == "auto" and bool(tools) and runtime.scores_continuations
-            and runtime.template_takes_tools is True)
+    no tool fits), where `_scorable`."""
+    return mode == "auto" and runtime.template_takes_tools is True and _scorable(runtime, tool_choice, tools)
 
 
 async def route(runtime: Runtime, request: str, tools: Mapping[str, Tool],

@@ -107,9 +107,8 @@ class TurnLoop:
         answer = output.grammar_in(output.form_for(runtime)) if output is not None else None
         calls = 1 if route is not None else None  # routing chose one call
         if kind == "answer" and answer is None and self._holds_answer_numbers(state):
-            text = conversation_text(state.messages, self.agent._instructions(state.settings.tools))
             max_bytes = None if getattr(runtime, "steers_budget", True) else budget
-            return grammars.held_answer(envelopes, numbers_in(text), max_bytes)
+            return grammars.held_answer(envelopes, numbers_in(self._conversation_text(state)), max_bytes)
         if not getattr(runtime, "steers_budget", True):
             return GroundedTurn(grammars.get(tools, envelopes, kind, budget, answer, calls), kind)
         mode = state.settings.model.get("grounded_arguments", self.agent.grounded_arguments)
@@ -117,14 +116,18 @@ class TurnLoop:
             mode = "auto"
         if not grammars.holds_arguments(tools, mode):
             return GroundedTurn(grammars.get(tools, envelopes, kind, answer=answer, max_calls=calls), kind)
-        text = conversation_text(state.messages, self.agent._instructions(state.settings.tools))
-        turn = grammars.grounded(tools, envelopes, kind, mode, text, answer, calls)
+        turn = grammars.grounded(tools, envelopes, kind, mode, self._conversation_text(state), answer, calls)
         if turn.ungrounded:
             state.ungrounded_turns.append(state.step)
             logger.info("turn %d: the conversation holds no value for a required argument of %s, and a call is "
                         "required: the turn's arguments are not held to the conversation", state.step,
                         ", ".join(turn.withheld))
         return turn
+
+    def _conversation_text(self, state: RunState) -> str:
+        """What a turn's held values come from: the system prompt, the user's messages and the
+        tool results so far."""
+        return conversation_text(state.messages, self.agent._instructions(state.settings.tools))
 
     def _holds_answer_numbers(self, state: RunState) -> bool:
         """Whether an answer turn writes only the conversation's numbers (`grounded_answers`),
