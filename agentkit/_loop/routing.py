@@ -10,8 +10,9 @@ best of those, over the tools, stands out enough (`route`, `ROUTE_THRESHOLD`), t
 turn calls that tool (the model writes the arguments, held to the conversation) and the next
 answers from its result, asked as a question with context (`routed_answer_messages`);
 otherwise the first turn answers without a call. A model whose template takes tools calls by
-itself, for requests no tool fits too: for it routing only declines, where no tool's evidence
-reaches `DECLINE_THRESHOLD` (`declines`).
+itself, for requests no tool fits too: for it routing declines, where no tool's evidence
+reaches `DECLINE_THRESHOLD` (`declines`), and otherwise narrows the first turn to the tools whose
+information stands near the best one's (`plausible`); the model chooses among those.
 
 Each score is one read of the request's tokens (`Runtime.score`), a few of the tools' reads batched
 (`READS_AT_ONCE`).
@@ -50,6 +51,15 @@ answers the run's first turn without a call; at or above it, the model decides. 
 tune half of `bench.agent_values` with Qwen2.5-Coder-0.5B, below each of its requests that
 need a tool (-0.5 to 34.5); its requests no tool fits gave -11.4 to 7.5, three of five
 below."""
+
+PLAUSIBLE_MARGIN = 5.0
+"""How far (nats) below the best tool's information a tool's may stand for a model that calls by
+itself to be offered it in the run's first turn. Set on the tune half of `bench.agent_values`
+with Qwen2.5-Coder-0.5B: the tool each request needs first stood at most 3.6 below the best
+(`notebooks_12`: `get_price` under `exchange_rate`), and reads move by about half a nat with
+how they are batched; in four of the five requests where the model's first call named a wrong
+tool, that tool stood 5.2 to over 19 below (`lookup_order`'s request answered with
+`get_population`)."""
 
 READS_AT_ONCE = 3
 """The reads of one routing decision in flight at once. All at once, they took every slot of
@@ -124,6 +134,12 @@ async def route(runtime: Runtime, request: str, tools: Mapping[str, Tool],
     chosen = best if evidence >= threshold else None
     logger.info("routing: %s (%s, %.2f nats of evidence, threshold %.2f)", chosen or "no call", best, evidence, threshold)
     return Route(chosen, information, evidence)
+
+
+def plausible(found: Route, margin: float = PLAUSIBLE_MARGIN) -> frozenset[str]:
+    """The tools whose information with the request stands within `margin` of the best's."""
+    best = max(found.information.values())
+    return frozenset(name for name, value in found.information.items() if best - value <= margin)
 
 
 ANSWERED_EXAMPLE: tuple[Message, ...] = (

@@ -69,6 +69,7 @@ class RunState:
     validation_context: Any = None  # given to pydantic validators of tool arguments and the output
     runtime: Runtime | None = None  # the run's (an override's, or the agent's); None: the default model
     route: Route | None = None  # the first turn's routing decision, until that turn is asked
+    offered: frozenset[str] | None = None  # the tools routing leaves the first turn, until it is asked
     request_at: int | None = None  # the index of the user message the run was started with, if any
     answers_routed: bool = False  # once a routed or forced call is made: the answer is asked about `request_at`
     ungrounded_turns: list[int] = field(default_factory=list)  # turns that had to call, with no groundable tool

@@ -60,7 +60,7 @@ from .repeats import ANSWER_NOW, ValidCall
 from .._runtime import budget_reached, model_written_calls
 from .state import RunState
 from .._tools.tool import Tool
-from .routing import DECLINE_THRESHOLD, Route, declines, route, routed_answer_messages, routes
+from .routing import DECLINE_THRESHOLD, Route, declines, plausible, route, routed_answer_messages, routes
 from .turns import GroundedTurn, TurnKind, preamble
 
 if TYPE_CHECKING:
@@ -97,12 +97,13 @@ class TurnLoop:
         return not any(r.ok and (choice == "required" or r.call.name == choice) for r in state.records)
 
     def _turn_grammar(self, state: RunState, runtime: Runtime, envelopes: tuple[Envelope, ...], kind: TurnKind,
-                      budget: int, route: Route | None = None) -> GroundedTurn:
+                      budget: int, route: Route | None = None,
+                      offered: frozenset[str] | None = None) -> GroundedTurn:
         """The grammar this turn is held to, and the kind it holds it to. A runtime that cannot
         close a turn itself gets one that fits its budget; one that decodes in process gets the
         tools' chosen arguments held to the conversation (`grounded_arguments`). A typed answer
         is held to the form of JSON the runtime's model was shown (`OutputSpec.form_for`)."""
-        grammars, tools = self.agent._grammars, self._turn_tools(state, route)
+        grammars, tools = self.agent._grammars, self._turn_tools(state, route, offered)
         output = self.agent.output
         answer = output.grammar_in(output.form_for(runtime)) if output is not None else None
         calls = 1 if route is not None else None  # routing chose one call
@@ -138,11 +139,15 @@ class TurnLoop:
             return False
         return mode is True or state.answers_routed
 
-    def _turn_tools(self, state: RunState, route: Route | None = None) -> dict[str, Tool]:
-        """The tools a turn may call: the routed or forced one alone, else the run's."""
+    def _turn_tools(self, state: RunState, route: Route | None = None,
+                    offered: frozenset[str] | None = None) -> dict[str, Tool]:
+        """The tools a turn may call: the routed or forced one alone, those routing left
+        plausible (`offered`), else the run's."""
         choice, tools = state.settings.tool_choice, state.settings.tools
         if route is not None and route.tool is not None:
             return {route.tool: tools[route.tool]}
+        if offered is not None:
+            return {name: t for name, t in tools.items() if name in offered}
         if choice in tools and self._needs_a_success(state):
             return {choice: tools[choice]}
         return tools
@@ -168,7 +173,8 @@ class TurnLoop:
     async def _route(self, state: RunState, runtime: Runtime) -> None:
         """Where the run's model never starts a call by itself (`tool_routing`), decide the
         first turn's call from the user's request (`routing`); where it calls by itself, only
-        whether the first turn answers without a call (`routing.declines`)."""
+        whether the first turn answers without a call (`routing.declines`) and, where it does
+        not, which tools it may call (`routing.plausible`)."""
         if state.request_at is None:
             return
         mode, choice, tools = self.agent.tool_routing, state.settings.tool_choice, state.settings.tools
@@ -177,7 +183,10 @@ class TurnLoop:
             state.route = await state.within(route(runtime, request, tools), runtime.name)
         elif declines(mode, runtime, choice, tools):
             found = await state.within(route(runtime, request, tools, DECLINE_THRESHOLD), runtime.name)
-            state.route = found if found.tool is None else None
+            if found.tool is None:
+                state.route = found
+            else:
+                state.offered = plausible(found)
 
     async def _instruct(self, state: RunState) -> None:
         """A system prompt made per run: called with the run's context, its text leading the
@@ -205,12 +214,13 @@ class TurnLoop:
         await self._route(state, runtime)
         while True:
             route, state.route = state.route, None
+            offered, state.offered = state.offered, None
             kind = self._turn_kind(state, route)
             state.limits.before_request(state.step, state.context())
             state.step += 1
             budget = self._turn_budget(state)
             with state.model_errors(runtime.name):
-                turn_grammar = self._turn_grammar(state, runtime, envelopes, kind, budget, route)
+                turn_grammar = self._turn_grammar(state, runtime, envelopes, kind, budget, route, offered)
             g, kind = turn_grammar.grammar, turn_grammar.kind
             declined = route is not None and route.tool is None  # no tool is listed to an answer routing chose
             listed = None if state.answers_routed or declined else tools_json

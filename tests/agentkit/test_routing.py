@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentkit import Agent, InvalidArgument, ModelRequestFailed, Tool
-from agentkit._loop.routing import (ANSWERED_EXAMPLE, DECLINE_THRESHOLD, PLAIN_LINE, READS_AT_ONCE, ROUTE_THRESHOLD,
-                                    route, tool_line)
+from agentkit._loop.routing import (ANSWERED_EXAMPLE, DECLINE_THRESHOLD, PLAIN_LINE, PLAUSIBLE_MARGIN, READS_AT_ONCE,
+                                    ROUTE_THRESHOLD, Route, plausible, route, tool_line)
 from runtimes import ContinuationScore, RuntimeFailure, TokenScore, Usage
 from runtimes.testing import RandomRuntime, ScriptedRuntime
 
@@ -115,6 +115,30 @@ def test_a_model_that_calls_by_itself_decides_where_a_tool_may_fit(evidence):
     first = rt.calls[0]
     assert first.grammar.accepts(call("get_price", product="pen")) and first.grammar.accepts("It is 4.35.")
     assert {t["function"]["name"] for t in first.tools} == {"get_weather", "get_price"}  # its own choice, listed
+
+
+@pytest.mark.parametrize("below", [PLAUSIBLE_MARGIN + 0.01, 12.0])
+def test_a_model_that_calls_by_itself_is_offered_only_the_tools_near_the_best_in_its_first_turn(below):
+    rt = RoutedScripted([call("get_weather", city="Oslo"), call("get_price", product="pen"), "4.35 dollars."],
+                        {WEATHER_LINE: 8.0, "get the price": 8.0 - below})
+    rt.template_takes_tools = True
+    result = Agent(TOOLS, runtime=rt).run_sync("What is the weather in Oslo, and what does a pen cost?")
+    first, second = rt.calls[:2]
+    assert first.grammar.accepts(call("get_weather", city="Oslo")) and first.grammar.accepts("It drizzles.")
+    assert not first.grammar.accepts(call("get_price", product="pen"))  # too far below the best
+    assert {t["function"]["name"] for t in first.tools} == {"get_weather", "get_price"}  # the listing stays whole
+    assert second.grammar.accepts(call("get_price", product="pen"))  # later turns: every tool
+    assert [r.call.name for r in result.tool_calls] == ["get_weather", "get_price"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(values=st.dictionaries(st.sampled_from("abcdefgh"), st.integers(-40, 40).map(float), min_size=1),
+       margin=st.integers(0, 20).map(float))
+def test_the_plausible_tools_are_those_within_the_margin_of_the_best(values, margin):
+    offered = plausible(Route("a", values, 0.0), margin)
+    best = max(values.values())
+    assert offered == {name for name, v in values.items() if best - v <= margin}
+    assert max(values, key=values.__getitem__) in offered  # never empty
 
 
 @pytest.mark.parametrize("evidence", [DECLINE_THRESHOLD - 0.01, -5.0])
