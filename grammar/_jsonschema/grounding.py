@@ -24,11 +24,11 @@ from functools import cached_property, lru_cache
 from operator import itemgetter
 
 from .._errors import LimitError
-from .._ir import Counted, Node, Ref, Rules, alt, chars, counted, lit, one_char_ranges, seq, walk
+from .._ir import NOTHING, Counted, Node, Ref, Rules, alt, chars, counted, lit, one_char_ranges, seq, walk
 from . import lang
 from .facets import Facets
 from .limits import MAX_RULES
-from .strings import encode, quoted
+from .strings import encode, escape_text, quoted
 from .substrings import span_automaton
 from .vocabulary import NUMBERS, _ANY_DECODED
 from .written_dates import written_dates, written_times
@@ -374,7 +374,8 @@ def span_text(dfa: lang.DFA) -> Node:
     compile. The closing quote is a move of its own, from every final state into the one
     final state, so the language's end is reached only past it: a state inside a span then
     holds no way out of its rule, and its closure needs no search. Back ends that cannot
-    count (GBNF) get the empty string only: a sub-language."""
+    count (GBNF) get the language's shortest text only: a sub-language (the empty string is
+    not one where the field's constraints refuse it, a `minLength` of 1)."""
     end = len(dfa.edges)
     moves = []
     pieces: dict[tuple[int, int], Node] = {}  # a source's few characters, each encoded once
@@ -385,7 +386,9 @@ def span_text(dfa: lang.DFA) -> Node:
             row_moves.insert(at, (_QUOTE, end))
         moves.append(row_moves)
     moves.append([])
-    return seq(_QUOTE, counted(moves, [False] * end + [True], 0, None, _QUOTE))
+    shortest = dfa.shortest()  # after the opening quote: its text, then the closing one
+    fallback = lit(f'{escape_text(shortest)}"') if shortest is not None else NOTHING
+    return seq(_QUOTE, counted(moves, [False] * end + [True], 0, None, fallback))
 
 
 _QUOTE = lit('"')

@@ -54,6 +54,20 @@ class DFA:
     def is_empty(self) -> bool:
         return not any(self.final[s] for s in self._reachable())
 
+    def shortest(self) -> str | None:
+        """The shortest text the automaton accepts (the least code points first among equals),
+        None where it accepts none: a breadth-first walk, each state reached once."""
+        paths: dict[int, str] = {0: ""}
+        order = [0]
+        for s in order:  # grows as states are reached, shortest paths first
+            if self.final[s]:
+                return paths[s]
+            for lo, _, t in self.edges[s]:
+                if t not in paths:
+                    paths[t] = paths[s] + chr(lo)
+                    order.append(t)
+        return None
+
     def _reachable(self) -> list[int]:
         seen = {0}
         order = [0]

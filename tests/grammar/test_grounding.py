@@ -372,3 +372,17 @@ def test_a_string_held_to_the_numbers_writes_their_spellings():
     assert short.accepts('"4"') and not short.accepts('"12.5"')
     none = from_json_schema({"type": "string", "grounded": "numbers"}, grounding=Grounding("no digits"))
     assert none.grounding[0].reason == "the source writes no number" and none.accepts('"anything"')
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(st.sampled_from("Ann Lee, Oslo. 12 ab-c"), max_size=30),
+       facets=st.sampled_from([{}, {"minLength": 1}, {"minLength": 3, "maxLength": 6}, {"pattern": "^[A-Z]"},
+                               {"pattern": "[0-9]$"}]))
+def test_a_grounded_strings_gbnf_form_is_a_sub_language_of_its_grammar(text, facets):
+    """GBNF cannot count beside a language: a held string is given its language's shortest
+    text there, which the full grammar accepts (never the empty string its constraints refuse)."""
+    g = from_json_schema(grounded({"type": "string", **facets}), grounding=Grounding(text))
+    rendered = grammar.from_gbnf(g.to_gbnf()).rule_set()
+    for sample in {sentence(rendered, random.Random(seed)) for seed in range(3)}:
+        assert sample is not None and g.accepts(sample), (sample, text, facets)
+        assert Draft202012Validator({"type": "string", **facets}).is_valid(json.loads(sample))
