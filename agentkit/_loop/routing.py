@@ -142,6 +142,18 @@ def plausible(found: Route, margin: float = PLAUSIBLE_MARGIN) -> frozenset[str]:
     return frozenset(name for name, value in found.information.items() if best - value <= margin)
 
 
+def fallback(found: Route, tried: set[str]) -> Route | None:
+    """The route to take where the routed call failed: the most informative tool not yet
+    `tried` among the plausible ones (`plausible`), None where none is left. A small model
+    routed to a wrong tool writes an argument that tool refuses (`get_price(product="JPY")`
+    for an exchange rate), and the tool the request needs most often reads second best."""
+    left = [name for name in plausible(found) if name not in tried]
+    if not left:
+        return None
+    best = max(left, key=found.information.__getitem__)
+    return Route(best, found.information, found.evidence)
+
+
 ANSWERED_EXAMPLE: tuple[Message, ...] = (
     {"role": "user", "content": 'Context: get_distance(start="Lyon", end="Nice") = 471\n'
                                 "Question: How far is it from Lyon to Nice?"},

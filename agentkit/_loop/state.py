@@ -73,6 +73,11 @@ class RunState:
     request_at: int | None = None  # the index of the user message the run was started with, if any
     answers_routed: bool = False  # once a routed or forced call is made: the answer is asked about `request_at`
     ungrounded_turns: list[int] = field(default_factory=list)  # turns that had to call, with no groundable tool
+    shown_until: int | None = None  # where set, a turn is shown (and held to) the messages before this index
+
+    def shown(self) -> list[Message]:
+        """The messages a turn is shown and holds its values to (`shown_until`)."""
+        return self.messages if self.shown_until is None else self.messages[:self.shown_until]
 
     def context(self) -> dict[str, Any]:
         return {"messages": list(self.messages), "usage": self.usage}

@@ -46,6 +46,7 @@ from .._inputs import check_text
 from .._messages import (
     Envelope,
     Message,
+    ToolCall,
     Turn,
     assistant_message,
     call_envelopes,
@@ -60,7 +61,7 @@ from .repeats import ANSWER_NOW, ValidCall
 from .._runtime import budget_reached, model_written_calls
 from .state import RunState
 from .._tools.tool import Tool
-from .routing import DECLINE_THRESHOLD, Route, declines, plausible, route, routed_answer_messages, routes
+from .routing import DECLINE_THRESHOLD, Route, declines, fallback, plausible, route, routed_answer_messages, routes
 from .turns import GroundedTurn, TurnKind, preamble
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ class TurnLoop:
     def _conversation_text(self, state: RunState) -> str:
         """What a turn's held values come from: the system prompt, the user's messages and the
         tool results so far."""
-        return conversation_text(state.messages, self.agent._instructions(state.settings.tools))
+        return conversation_text(state.shown(), self.agent._instructions(state.settings.tools))
 
     def _holds_answer_numbers(self, state: RunState) -> bool:
         """Whether an answer turn writes only the conversation's numbers (`grounded_answers`),
@@ -256,6 +257,7 @@ class TurnLoop:
             state.messages.append(assistant_message(turn))
             if route is not None:  # a model routed to its call answers from its result next
                 _answer_routed(state)
+                state.shown_until = None
             if generation.token_scores is not None:
                 scored = call_argument_confidences(generation, turn.calls)
                 if scored is not None:
@@ -274,6 +276,23 @@ class TurnLoop:
                 state.pending = pending
                 yield FinalResult(self._result(state, None))
                 return
+            if route is not None and route.tool is not None and not held:
+                self._fall_back(state, route, turn.calls)
+
+    def _fall_back(self, state: RunState, route: Route, calls: tuple[ToolCall, ...]) -> None:
+        """Where every call of the run's first routed turn failed, the next turn calls the next
+        tool routing found plausible instead of answering (`routing.fallback`), asked as the
+        first was: the failed call and its error are kept but not shown (shown, the model
+        wrote the refused argument again: `get_price(product="does")`), nor held from."""
+        ids = {c.id for c in calls}
+        if state.request_at is None or any(r.ok for r in state.records) or len(state.records) != len(ids):
+            return
+        following = fallback(route, {c.name for c in calls})
+        if following is not None:
+            logger.info("turn %d: the routed call of %s failed; the next turn calls %s", state.step,
+                        ", ".join(sorted({c.name for c in calls})), following.tool)
+            state.route, state.must_answer, state.answers_routed = following, False, False
+            state.shown_until = state.request_at + 1
 
     def _answers_as_routed(self, state: RunState) -> bool:
         """Whether the forced call (`tool_choice="required"` or a tool's name) has just
@@ -348,7 +367,7 @@ class TurnLoop:
         if state.answers_routed and state.request_at is not None:
             return routed_answer_messages(state.messages, state.request_at)
         listed = self.agent.tool_prompt == "json_list" and runtime.tool_call_envelope != "python"
-        return for_model(state.messages, self.agent.tool_note if listed and state.settings.tools else None)
+        return for_model(state.shown(), self.agent.tool_note if listed and state.settings.tools else None)
 
     async def _request(self, state: RunState, runtime: Runtime, options: dict[str, Any],
                        stream: bool) -> AsyncIterator[Event | Generation]:

@@ -34,6 +34,13 @@ def no_description(x: int) -> int:
     return x
 
 
+def get_forecast(city: str) -> str:
+    """Get the weather forecast for a city."""
+    if city != "Oslo":
+        raise ValueError(f"no forecast for {city!r}")
+    return "Rain tomorrow."
+
+
 class RoutedScripted(ScriptedRuntime):
     """A scripted model whose template takes no tools and that scores a request after each
     routing line with the log-probability `logprobs` gives that line (0 where none)."""
@@ -75,6 +82,45 @@ def test_a_request_a_tool_stands_out_for_calls_it_and_then_answers():
     assert second.grammar.accepts("It drizzles.")
     assert {c for _, c in rt.scored} == {"What is the weather in Oslo?"}
     assert {p for p, _ in rt.scored} == {PLAIN_LINE} | {tool_line(t) for t in Agent(TOOLS).tools.values()}
+
+
+FORECAST_LINE = "get the weather forecast"
+
+
+def test_a_routed_call_that_fails_is_followed_once_by_the_next_plausible_tool_asked_afresh():
+    rt = RoutedScripted([call("get_forecast", city="pen"), call("get_price", product="pen"), "A pen costs 4.35."],
+                        {FORECAST_LINE: 10.0, "get the price": 9.0, WEATHER_LINE: 0.0})
+    result = Agent([get_forecast, get_price, get_weather], runtime=rt).run_sync("What does a pen cost?")
+    assert result.output == "A pen costs 4.35."
+    assert [(r.call.name, r.ok) for r in result.tool_calls] == [("get_forecast", False), ("get_price", True)]
+    first, second, answer = rt.calls
+    assert second.grammar.accepts(call("get_price", product="pen"))
+    assert not second.grammar.accepts(call("get_forecast", city="pen"))  # the next tool alone
+    assert second.messages == first.messages  # the failed call and its error are not shown
+    assert any(m.get("role") == "tool" and "no forecast" in m["content"] for m in result.messages)  # but kept
+    assert "get_price" in answer.messages[-1]["content"] and answer.tools is None
+
+
+def test_a_routed_call_falls_back_once_and_only_to_a_tool_within_the_margin():
+    failing = RoutedScripted([call("get_forecast", city="pen"), call("get_price", product="pen"), "No idea."],
+                             {FORECAST_LINE: 10.0, "get the price": 9.0, WEATHER_LINE: 8.5})
+
+    def get_price(product: str) -> float:
+        """Get the price of a product in US dollars."""
+        raise ValueError(f"unknown product {product!r}")
+
+    result = Agent([get_forecast, get_price, get_weather], runtime=failing).run_sync("What does a pen cost?")
+    assert [r.call.name for r in result.tool_calls] == ["get_forecast", "get_price"]  # not get_weather too
+    far = RoutedScripted([call("get_forecast", city="pen"), "No idea."],
+                         {FORECAST_LINE: 10.0, "get the price": 10.0 - PLAUSIBLE_MARGIN - 0.5})
+    result = Agent([get_forecast, get_price], runtime=far).run_sync("What does a pen cost?")
+    assert [r.call.name for r in result.tool_calls] == ["get_forecast"] and result.output == "No idea."
+
+
+def test_a_routed_call_that_succeeds_is_answered():
+    rt = RoutedScripted([call("get_forecast", city="Oslo"), "Rain."], {FORECAST_LINE: 10.0, "get the price": 9.9})
+    result = Agent([get_forecast, get_price], runtime=rt).run_sync("Will it rain in Oslo?")
+    assert result.output == "Rain." and [r.call.name for r in result.tool_calls] == ["get_forecast"]
 
 
 def test_a_request_no_tool_stands_out_for_is_answered_without_a_call():
