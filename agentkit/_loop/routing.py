@@ -8,8 +8,9 @@ much likelier it finds the request's text after a line saying what a tool does t
 line saying nothing of tools is the pointwise mutual information of request and tool. Where the
 best of those, over the tools, stands out enough (`route`, `ROUTE_THRESHOLD`), the run's first
 turn calls that tool (the model writes the arguments, held to the conversation) and the next
-answers from its result, asked as a question with context (`routed_answer_messages`);
-otherwise the first turn answers without a call. A model whose template takes tools calls by
+answers from its result, asked as a question with context (`routed_answer_messages`), or,
+where that call failed, the next plausible tool is called once (`fallback`); otherwise the
+first turn answers without a call. A model whose template takes tools calls by
 itself, for requests no tool fits too: for it routing declines, where no tool's evidence
 reaches `DECLINE_THRESHOLD` (`declines`), and otherwise narrows the first turn to the tools whose
 information stands near the best one's (`plausible`); the model chooses among those.
