@@ -210,9 +210,9 @@ class Agent(Generic[OutputT]):
     without a call where none does; the model writes the call's arguments (held to the
     conversation as under "auto") and then the answer, asked with the call's result as
     context. Where that call fails, the next tool within 5 nats of the best is called once
-    instead, asked as the first was. Under a forced call (`tool_choice="required"` or a tool's name) the call is the
-    model's, but once one succeeds its answer is asked so too (such a model, shown its own
-    calls, calls on until `max_steps`). For a model whose template takes tools (it calls by
+    instead, asked as the first was. Under a forced call (`tool_choice="required"` or a
+    tool's name) the call is the model's, but once one succeeds its answer is asked so too
+    (such a model, shown its own calls, calls on until `max_steps`). For a model whose template takes tools (it calls by
     itself, and also for requests no tool fits), "auto" declines and narrows: where no tool
     reaches -1.0 nats of evidence the first turn answers without a call, with no tools listed;
     otherwise the model decides, its first turn offered only the tools within 5 nats of the

@@ -239,6 +239,7 @@ class TurnLoop:
                 state.trace.end_model_request(request, None, exc if not isinstance(exc, GeneratorExit) else None)
                 raise
             state.trace.end_model_request(request, generation)
+            state.shown_until = None  # a fallback turn's view of the conversation was for it alone
             assert generation is not None
             try:
                 turn = self._read(state, runtime, generation, budget, g, kind)
@@ -257,7 +258,6 @@ class TurnLoop:
             state.messages.append(assistant_message(turn))
             if route is not None:  # a model routed to its call answers from its result next
                 _answer_routed(state)
-                state.shown_until = None
             if generation.token_scores is not None:
                 scored = call_argument_confidences(generation, turn.calls)
                 if scored is not None:
