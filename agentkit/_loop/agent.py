@@ -212,13 +212,14 @@ class Agent(Generic[OutputT]):
     context. Where that call fails, the next tool within 5 nats of the best is called once
     instead, asked as the first was. Under a forced call (`tool_choice="required"` or a
     tool's name) the call is the model's, but once one succeeds its answer is asked so too
-    (such a model, shown its own calls, calls on until `max_steps`). For a model whose template takes tools (it calls by
-    itself, and also for requests no tool fits), "auto" declines and narrows: where no tool
-    reaches -1.0 nats of evidence the first turn answers without a call, with no tools listed;
-    otherwise the model decides, its first turn offered only the tools within 5 nats of the
-    best one's information (Qwen2.5-Coder-0.5B: 2 -> 5 of 5 such requests answered without a
-    call, the right first tool on 4 more of 18 that need one, and about 2 s a request on two
-    cores). True: route on any runtime that can score; False: the model decides alone.
+    (such a model, shown its own calls, calls on until `max_steps`). For a model whose
+    template takes tools (it calls by itself, and also for requests no tool fits), "auto"
+    declines and narrows: where no tool reaches -1.0 nats of evidence the first turn answers
+    without a call, with no tools listed; otherwise the model decides, its first turn offered
+    only the tools within 5 nats of the best one's information (Qwen2.5-Coder-0.5B: 2 -> 5 of
+    5 such requests answered without a call, the right first tool on 4 more of 18 that need
+    one, and about 2 s a request on two cores). True: route on any runtime that can score;
+    False: the model decides alone.
     """
 
     # A class as `output_type` gives `Agent[that class]`; none gives `Agent[str]` (text answers);

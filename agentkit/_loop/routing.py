@@ -10,13 +10,13 @@ best of those, over the tools, stands out enough (`route`, `ROUTE_THRESHOLD`), t
 turn calls that tool (the model writes the arguments, held to the conversation) and the next
 answers from its result, asked as a question with context (`routed_answer_messages`), or,
 where that call failed, the next plausible tool is called once (`fallback`); otherwise the
-first turn answers without a call. A model whose template takes tools calls by
-itself, for requests no tool fits too: for it routing declines, where no tool's evidence
-reaches `DECLINE_THRESHOLD` (`declines`), and otherwise narrows the first turn to the tools whose
+first turn answers without a call. A model whose template takes tools calls by itself, for
+requests no tool fits too: for it routing declines, where no tool's evidence reaches
+`DECLINE_THRESHOLD` (`declines`), and otherwise narrows the first turn to the tools whose
 information stands near the best one's (`plausible`); the model chooses among those.
 
-Each score is one read of the request's tokens (`Runtime.score`), a few of the tools' reads batched
-(`READS_AT_ONCE`).
+Each score is one read of the request's tokens (`Runtime.score`), a few of the tools' reads
+batched (`READS_AT_ONCE`).
 """
 
 from __future__ import annotations

@@ -73,10 +73,11 @@ class Grounding:
 # inside a word: between two such, or before a mark that joins two parts of one (an email's dot,
 # `K-4410`'s hyphen).
 _LETTER = r"[^\W_\u2E80-\U0010FFFF]"
-_JOINS = r".\-'@_/+"  # the marks that join a word's parts
+_JOINS_BUT_A_POINT = r"\-'@_/+"
+_JOINS = "." + _JOINS_BUT_A_POINT  # the marks that join a word's parts
 _INSIDE_WORD = re.compile(rf"(?<={_LETTER})(?={_LETTER}|[{_JOINS}]{_LETTER})")
 # A word of letters alone, to read as a plural: joined to no other part, a point after it ending a sentence.
-_LOWER_WORD = re.compile(rf"(?<![\w{_JOINS}])[^\W\d_]+(?![\w\-'@_/+])")
+_LOWER_WORD = re.compile(rf"(?<![\w{_JOINS}])[^\W\d_]+(?![\w{_JOINS_BUT_A_POINT}])")
 _NO_SINGULAR = frozenset({"does", "goes"})  # verbs: "doe" and "goe" would be spans no value is
 _AFTER_A_JOIN = re.compile(rf"(?<={_LETTER}[{_JOINS}])(?={_LETTER})")
 _NO_VALUE_OPENS = re.compile(r"(?<!\w)(?:the|an?|how|what|which|who|whom|whose|where|when|why|many|much)(?=\s)",
