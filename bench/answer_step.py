@@ -22,7 +22,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from agentkit._loop.routing import ANSWERED_EXAMPLE, routed_answer_messages
+from agentkit._loop.results import ANSWERED_EXAMPLE, routed_answer_messages
 from agentkit._messages import Message, render_result
 from bench import models
 from bench.agent_values import held_numbers, is_right, select

@@ -95,7 +95,7 @@ def _type_name(value: Any) -> str:
 ANSWER_NOW = "Answer the question now, from the tool results above, without calling a tool."
 """The user message that opens a turn held to the answer because the model went in circles,
 where the run has no request of its own to ask again (it was resumed, or started without a
-user message last; otherwise the answer is asked as `routing.routed_answer_messages` says):
+user message last; otherwise the answer is asked as `results.routed_answer_messages` says):
 without it, small models held to text write out the last tool message rather than an answer."""
 
 

@@ -8,7 +8,7 @@ much likelier it finds the request's text after a line saying what a tool does t
 line saying nothing of tools is the pointwise mutual information of request and tool. Where the
 best of those, over the tools, stands out enough (`route`, `ROUTE_THRESHOLD`), the run's first
 turn calls that tool (the model writes the arguments, held to the conversation) and the next
-answers from its result, asked as a question with context (`routed_answer_messages`), or,
+answers from its result, asked as a question with context (`results.routed_answer_messages`), or,
 where that call failed, the next plausible tool is called once (`fallback`); otherwise the
 first turn answers without a call. A model whose template takes tools calls by itself, for
 requests no tool fits too: for it routing declines, where no tool's evidence reaches
@@ -22,7 +22,6 @@ batched (`READS_AT_ONCE`).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import statistics
 from collections.abc import Mapping
@@ -31,9 +30,7 @@ from typing import Literal
 
 from runtimes import ContinuationScore, Runtime
 
-from .._messages import Message
 from .._tools.tool import Tool
-from .repeats import REUSE_NOTE
 
 logger = logging.getLogger("agentkit")
 
@@ -153,46 +150,3 @@ def fallback(found: Route, tried: set[str]) -> Route | None:
         return None
     best = max(left, key=found.information.__getitem__)
     return Route(best, found.information, found.evidence)
-
-
-ANSWERED_EXAMPLE: tuple[Message, ...] = (
-    {"role": "user", "content": 'Context: get_distance(start="Lyon", end="Nice") = 471\n'
-                                "Question: How far is it from Lyon to Nice?"},
-    {"role": "assistant", "content": "It is 471 km from Lyon to Nice."},
-)
-"""A question answered from its context, shown before the routed one. Asked with context alone,
-SmolLM2-135M explains how one would find the answer (a formula, code) for most requests; shown
-one answered, it states the result (`python -m bench.answer_step`, the right calls made and
-their results given: 5 → 14 of 18 right on the tune half, 10 → 15 on the measured half)."""
-
-
-def routed_answer_messages(messages: list[Message], start: int) -> list[Message]:
-    """What a routed model is asked for its answer, `messages[start]` being the request it was
-    routed on: the system prompt, then one user message with the calls made since the request
-    and their results as context, and the request again, after one such question answered
-    (`ANSWERED_EXAMPLE`); then the turns after the calls (an answer refused and the correction
-    asked) as they were; a repeat answered with an earlier call's outcome adds no line. A
-    model never trained on tool messages writes out a listed call or code after them; asked
-    so, it answers the question. A run that went in circles is asked so too, on any model: after its own
-    calls and a note asking for the answer, Qwen2.5-Coder-0.5B wrote code (the tools as Python
-    functions) where the results held the answer (tune half of `bench.agent_values`: 8 → 11
-    of 23 right)."""
-    request = messages[start]
-    calls = {c["id"]: c["function"] for m in messages[start:] for c in m.get("tool_calls") or ()}
-    results: dict[str, str] = {}  # per call as written, its latest outcome; a repeat given an
-    # earlier call's outcome again (a call made again, one fed on its own result) adds no line
-    later: list[Message] = []
-    for m in messages[start + 1:]:
-        if m.get("role") == "tool":
-            function = calls.get(m.get("tool_call_id"), {"name": m.get("name"), "arguments": "{}"})
-            arguments = json.loads(function["arguments"])
-            written = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
-            content = str(m.get("content"))
-            if not any(content == f"{REUSE_NOTE} {earlier}" for earlier in results.values()):
-                results[f"{function['name']}({written})"] = content
-        elif not m.get("tool_calls"):
-            later.append(m)
-    system = [m for m in messages[:start] if m.get("role") == "system"]
-    lines = [f"{call} = {content}" for call, content in results.items()]
-    context = {"role": "user", "content": "Context: " + "\n".join(lines) + f"\nQuestion: {request['content']}"}
-    return [*system, *ANSWERED_EXAMPLE, context, *later]

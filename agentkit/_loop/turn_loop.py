@@ -61,7 +61,8 @@ from .repeats import ANSWER_NOW, ValidCall
 from .._runtime import budget_reached, model_written_calls
 from .state import RunState
 from .._tools.tool import Tool
-from .routing import DECLINE_THRESHOLD, Route, declines, fallback, plausible, route, routed_answer_messages, routes
+from .results import calling_messages, routed_answer_messages
+from .routing import DECLINE_THRESHOLD, Route, declines, fallback, plausible, route, routes
 from .turns import GroundedTurn, TurnKind, preamble
 
 if TYPE_CHECKING:
@@ -367,7 +368,18 @@ class TurnLoop:
         if state.answers_routed and state.request_at is not None:
             return routed_answer_messages(state.messages, state.request_at)
         listed = self.agent.tool_prompt == "json_list" and runtime.tool_call_envelope != "python"
-        return for_model(state.shown(), self.agent.tool_note if listed and state.settings.tools else None)
+        shown = state.shown()
+        if self._results_as_context(state, runtime):
+            shown = calling_messages(state.messages, state.request_at)
+        return for_model(shown, self.agent.tool_note if listed and state.settings.tools else None)
+
+    @staticmethod
+    def _results_as_context(state: RunState, runtime: Runtime) -> bool:
+        """Whether a turn of a model that calls by itself (its template takes tools) is sent
+        the run's results as context (`results.calling_messages`): once a call of the run
+        succeeded, where the run has its request and shows the whole conversation."""
+        return (runtime.template_takes_tools is True and state.request_at is not None and state.shown_until is None
+                and any(r.ok for r in state.records))
 
     async def _request(self, state: RunState, runtime: Runtime, options: dict[str, Any],
                        stream: bool) -> AsyncIterator[Event | Generation]:
@@ -485,7 +497,7 @@ _RETRY = object()
 
 def _answer_routed(state: RunState) -> None:
     """The next turn answers, asked about the run's request with the results as context
-    (`routing.routed_answer_messages`)."""
+    (`results.routed_answer_messages`)."""
     state.must_answer = True
     state.answers_routed = True
 

@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentkit import Agent, InvalidArgument, ModelRequestFailed, Tool
-from agentkit._loop.routing import (ANSWERED_EXAMPLE, DECLINE_THRESHOLD, PLAIN_LINE, PLAUSIBLE_MARGIN, READS_AT_ONCE,
-                                    ROUTE_THRESHOLD, Route, plausible, route, tool_line)
+from agentkit._loop.results import ANSWERED_EXAMPLE
+from agentkit._loop.routing import (DECLINE_THRESHOLD, PLAIN_LINE, PLAUSIBLE_MARGIN, READS_AT_ONCE, ROUTE_THRESHOLD,
+                                    Route, plausible, route, tool_line)
 from runtimes import ContinuationScore, RuntimeFailure, TokenScore, Usage
 from runtimes.testing import RandomRuntime, ScriptedRuntime
 

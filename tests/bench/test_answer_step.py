@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agentkit._loop.routing import ANSWERED_EXAMPLE
+from agentkit._loop.results import ANSWERED_EXAMPLE
 from bench import answer_step
 from bench.agent_values import select
 from bench.values_world import REQUESTS
