@@ -369,7 +369,7 @@ class TurnLoop:
             return routed_answer_messages(state.messages, state.request_at)
         listed = self.agent.tool_prompt == "json_list" and runtime.tool_call_envelope != "python"
         shown = state.shown()
-        if self._results_as_context(state, runtime):
+        if state.request_at is not None and self._results_as_context(state, runtime):
             shown = calling_messages(state.messages, state.request_at)
         return for_model(shown, self.agent.tool_note if listed and state.settings.tools else None)
 
@@ -377,9 +377,8 @@ class TurnLoop:
     def _results_as_context(state: RunState, runtime: Runtime) -> bool:
         """Whether a turn of a model that calls by itself (its template takes tools) is sent
         the run's results as context (`results.calling_messages`): once a call of the run
-        succeeded, where the run has its request and shows the whole conversation."""
-        return (runtime.template_takes_tools is True and state.request_at is not None and state.shown_until is None
-                and any(r.ok for r in state.records))
+        succeeded, where the run shows the whole conversation."""
+        return runtime.template_takes_tools is True and state.shown_until is None and any(r.ok for r in state.records)
 
     async def _request(self, state: RunState, runtime: Runtime, options: dict[str, Any],
                        stream: bool) -> AsyncIterator[Event | Generation]:
