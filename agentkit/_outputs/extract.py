@@ -25,7 +25,8 @@ from .._errors import (
     safe_str,
 )
 from .events import RetryRecord
-from .grounding import FieldGrounding, GroundedMode, check_mode, grounded_grammar, repeated_items
+from .grounding import (FieldGrounding, GroundedMode, SharedValue, check_mode, grounded_grammar, keep_from,
+                        repeated_items, repeated_values)
 from .._inputs import as_argument_error, check_generation_settings, check_runtime, check_text
 from .output import OutputSpec, OutputValidator, apply_validator, correction
 from .._runtime import budget_reached, resolve_runtime
@@ -205,21 +206,23 @@ async def aextract(
     rt = resolve_runtime(runtime)
     held, grounding = grounded_grammar(spec, text, grounded, rt)
     messages = extraction_messages(spec, text, instructions)
+    # Two held numbers that took one value are told apart by the model's scores (`keep_from`).
+    weighs_numbers = held is not None and sum(g.grounded and g.kind == "number" and g.path.count("/") == 1
+                                              for g in grounding) > 1
     usage = Usage()
     retries: list[RetryRecord] = []
     attempt = 0
     while True:
         attempt += 1
         generation = await _generate(rt, messages, spec, max_tokens=max_tokens, temperature=temperature, seed=seed,
-                                     usage=usage, scores=confidence, held=held)
+                                     usage=usage, scores=confidence or weighs_numbers, held=held)
         usage = usage + generation.usage
         bounds = repeated_items(generation.text, grounding) if held is not None else {}
-        if bounds:  # a held list repeated an item: read again, each such list bounded to its distinct items
-            logger.info("extract: %s repeated an item; read again with at most %s items", ", ".join(bounds),
-                        ", ".join(map(str, bounds.values())))
-            bounded, _ = grounded_grammar(spec, text, grounded, rt, bounds)
-            generation = await _generate(rt, messages, spec, max_tokens=max_tokens, temperature=temperature,
-                                         seed=seed, usage=usage, scores=confidence, held=bounded)
+        repeats = repeated_values(generation.text, grounding) if held is not None else []
+        if bounds or repeats:
+            generation = await _read_again(rt, messages, spec, text, grounded, generation, bounds, repeats,
+                                           max_tokens=max_tokens, temperature=temperature, seed=seed, usage=usage,
+                                           scores=confidence)
             usage = usage + generation.usage
         messages = messages + [{"role": "assistant", "content": generation.text}]
         context = functools.partial(dict, messages=messages, usage=usage)
@@ -272,6 +275,28 @@ def with_confidence(value: T, generation: Generation, runtime_name: str, usage: 
         return Extraction(value, None, text, f"the token scores could not be matched to the text: {exc}", usage,
                           grounding)
     return Extraction(value, fields, text, None, usage, grounding)
+
+
+async def _read_again(rt: Runtime, messages: list[dict[str, Any]], spec: OutputSpec[Any], text: str,
+                      grounded: GroundedMode, first: Generation, bounds: dict[str, int],
+                      repeats: list[SharedValue], *, max_tokens: int, temperature: float,
+                      seed: int | None, usage: Usage, scores: bool) -> Generation:
+    """The extraction read again where its first reading held a list that repeated an item
+    (`repeated_items`: each such list bounded to its distinct items) or gave two fields one
+    value (`repeated_values`: each but one kept from it, `keep_from`)."""
+    sure: dict[str, float] = {}
+    if repeats and first.token_scores is not None:
+        with contextlib.suppress(ValueError):  # scores that do not spell the text: the first field
+            sure = {pointer[1:].replace("~1", "/").replace("~0", "~"): c.probability
+                    for pointer, c in field_confidences(first).items() if pointer.count("/") == 1}
+    required = spec.schema.get("required") if isinstance(spec.schema.get("required"), list) else []
+    kept = keep_from(repeats, sure, set(required))
+    logger.info("extract: read again, %s", "; ".join(
+        [f"{key} bounded to {n} items" for key, n in bounds.items()]
+        + [f"{key} kept from {values[0]!r}" for key, values in kept.items()]))
+    held, _ = grounded_grammar(spec, text, grounded, rt, bounds, kept)
+    return await _generate(rt, messages, spec, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                           usage=usage, scores=scores, held=held)
 
 
 async def _generate(rt: Runtime, messages: list[dict[str, Any]], spec: OutputSpec[Any], *, max_tokens: int,

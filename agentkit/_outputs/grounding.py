@@ -91,16 +91,34 @@ def check_mode(value: Any, argument: str = "grounded") -> None:
 
 
 def grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode, runtime: Any,
-                     bounds: dict[str, int] | None = None) -> tuple[Grammar | None, tuple[FieldGrounding, ...]]:
+                     bounds: dict[str, int] | None = None,
+                     excluded: dict[str, list[Any]] | None = None) -> tuple[Grammar | None, tuple[FieldGrounding, ...]]:
     """The grammar holding `spec`'s chosen fields to `text` (None: the type's own, as no field
     is held), and what was held. `bounds`: top-level held lists given at most so many items
-    (`repeated_items`)."""
+    (`repeated_items`); `excluded`: top-level held fields kept from those values
+    (`repeated_values`), each only where the text still holds another value for it."""
+    g, record = _grounded_grammar(spec, text, mode, runtime, bounds, excluded)
+    lost = {key for key in excluded or () if any(r.path == "/" + _escape(key) and not r.grounded for r in record)}
+    if lost and excluded is not None:  # no other value the text holds fits: that field as first read
+        g, record = _grounded_grammar(spec, text, mode, runtime, bounds,
+                                      {k: v for k, v in excluded.items() if k not in lost})
+    return g, record
+
+
+def _grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode, runtime: Any,
+                      bounds: dict[str, int] | None,
+                      excluded: dict[str, list[Any]] | None) -> tuple[Grammar | None, tuple[FieldGrounding, ...]]:
     marked, chosen = marked_schema(spec.schema, text, mode)
+    properties = marked.get("properties") or {}
     for key, bound in (bounds or {}).items():
-        node = (marked.get("properties") or {}).get(key)
+        node = properties.get(key)
         if isinstance(node, dict) and isinstance(node.get("items"), dict):
             least = node.get("minItems", 0) if isinstance(node.get("minItems"), int) else 0
             node["maxItems"] = max(least, min(bound, node.get("maxItems", bound)))
+    for key, values in (excluded or {}).items():
+        node = properties.get(key)
+        if isinstance(node, dict):
+            node["allOf"] = [*(node.get("allOf") or ()), *_kept_from(values)]
     if not chosen:
         return None, ()
     if not getattr(runtime, "steers_budget", True):
@@ -140,6 +158,98 @@ def repeated_items(document: str, grounding: tuple[FieldGrounding, ...]) -> dict
                 break
             seen.add(norm)
     return bounds
+
+
+SharedValue = tuple[tuple[str, ...], list[Any]]
+"""Top-level fields that took one value, in the document's order, and the value's spellings."""
+
+
+def repeated_values(document: str, grounding: tuple[FieldGrounding, ...]) -> list[SharedValue]:
+    """The top-level held strings and numbers of `document` (an extraction's JSON) that two or
+    more fields took, each with the fields that took it. A small model held to the text takes
+    one value for several fields (an order's quantity again as its unit price, a city again as
+    the country, the customer again as the item: a third of the tune half's orders and
+    addresses on SmolLM2-135M). Which field the value belongs to, `keep_from` decides."""
+    try:
+        value = json.loads(document)
+    except ValueError:
+        return []
+    if not isinstance(value, dict):
+        return []
+    held = {g.path[1:].replace("~1", "/").replace("~0", "~") for g in grounding
+            if g.grounded and g.kind in ("string", "number") and g.path.count("/") == 1}
+    groups: dict[tuple[str, Any], tuple[list[str], list[Any]]] = {}
+    for key, item in value.items():
+        if key not in held or isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            continue
+        number = _as_number(item)
+        norm = ("number", number) if number is not None else ("string", " ".join(str(item).split()).casefold())
+        spellings = [item] if number is None else [number, str(item)]
+        keys, seen = groups.setdefault(norm, ([], []))
+        keys.append(key)
+        seen.extend(v for v in spellings if v not in seen)
+    return [(tuple(keys), spellings) for keys, spellings in groups.values() if len(keys) > 1]
+
+
+def keep_from(shared: list[SharedValue], sure: dict[str, float], required: set[str]) -> dict[str, list[Any]]:
+    """The fields to keep from a value they shared with another (`repeated_values`), by field:
+    every field of a group but the one the value is left to. A text is left to a field whose
+    name says the value's shape (an email address to `email`, not to `name`), else to the first
+    required field that took it (else the first): a small model copies the span it has just
+    written into the next field (the customer again as the item), or puts a required field's
+    value into an optional one before it (an address's city as its recipient). A number is
+    left to the field the model was surest of (`sure`: each field's value's probability; the
+    first where the scores are missing). Set on the tune half of `bench.values` with
+    SmolLM2-135M: of its 20 pairs where one field was right, leaving every value to the first
+    field would have kept the right one in 14, to the surer one in 14 (a copied span is often
+    the surer); see docs/extraction.md."""
+    kept: dict[str, list[Any]] = {}
+    for keys, values in shared:
+        if isinstance(values[0], str):
+            keeper = next((k for k in keys if _named_for(k, values[0])), None) \
+                or next((k for k in keys if k in required), keys[0])
+        else:
+            keeper = max(keys, key=lambda k: (sure.get(k, 0.0), -keys.index(k)))
+        for key in keys:
+            if key != keeper:
+                kept[key] = list(dict.fromkeys([*kept.get(key, []), *values]))
+    return kept
+
+
+def _named_for(key: str, value: str) -> bool:
+    """Whether field `key`'s name says a shape a text is searched for (an email address, a
+    phone number: `_NAMED_SHAPES`) and `value` has it."""
+    return any(written is not None and named.fullmatch(key) and re.search(shape, value)
+               for named, shape, written in _NAMED_SHAPES)
+
+
+def _kept_from(values: list[Any]) -> list[dict[str, Any]]:
+    """Schemas a field's value must not match, for each repeated value: a number (or a number
+    written as a string) not equal to it; a text neither holding it nor one of its runs of
+    words (kept from "Lars Eriksen", a small model took "Lars Eriksen: lars@omegatools.no", or
+    "Lars": the other field's value still). Of a text longer than `_MOST_WORDS` words, only
+    the text and what holds it are refused."""
+    numbers = [v for v in values if not isinstance(v, str) or _as_number(v) is not None]
+    texts = [v for v in values if isinstance(v, str) and _as_number(v) is None]
+    runs = [" ".join(words[i:j]) for v in texts for words in [v.split()] if len(words) <= _MOST_WORDS
+            for i in range(len(words)) for j in range(i + 1, len(words) + 1)]
+    schemas = [{"not": {"enum": numbers}}] if numbers else []
+    schemas += [{"not": {"enum": list(dict.fromkeys(runs))}}] if runs else []
+    return schemas + [{"not": {"pattern": _REGEX_MARK.sub(r"\\\g<0>", v)}} for v in texts]
+
+
+_MOST_WORDS = 12  # a value's runs of words grow with its square: a long one is kept from whole
+_REGEX_MARK = re.compile(r"[\\^$.|?*+()\[\]{}/-]")
+
+
+def _as_number(item: str | int | float) -> float | None:
+    """A held number, or a held number written as a string (a `Decimal` field's "3.75")."""
+    if isinstance(item, (int, float)):
+        return float(item)
+    try:
+        return float(item) if _NUMBER.search(item) and item.strip() == item else None
+    except ValueError:
+        return None
 
 
 def marked_schema(schema: dict[str, Any], text: str, mode: GroundedMode, *, numbers_if_written: bool = True,
