@@ -25,8 +25,8 @@ from .._errors import (
     safe_str,
 )
 from .events import RetryRecord
-from .grounding import (FieldGrounding, GroundedMode, SharedValue, check_mode, grounded_grammar, keep_from,
-                        repeated_items, repeated_values)
+from .grounding import (FieldGrounding, GroundedMode, SharedValue, check_mode, grounded_grammar, keep_from, kept_from,
+                        numbers_inside, repeated_items, repeated_values)
 from .._inputs import as_argument_error, check_generation_settings, check_runtime, check_text
 from .output import OutputSpec, OutputValidator, apply_validator, correction
 from .._runtime import budget_reached, resolve_runtime
@@ -219,8 +219,9 @@ async def aextract(
         usage = usage + generation.usage
         bounds = repeated_items(generation.text, grounding) if held is not None else {}
         repeats = repeated_values(generation.text, grounding) if held is not None else []
-        if bounds or repeats:
-            generation = await _read_again(rt, messages, spec, text, grounded, generation, bounds, repeats,
+        inside = numbers_inside(generation.text, grounding) if held is not None else {}
+        if bounds or repeats or inside:
+            generation = await _read_again(rt, messages, spec, text, grounded, generation, bounds, repeats, inside,
                                            max_tokens=max_tokens, temperature=temperature, seed=seed, usage=usage,
                                            scores=confidence)
             usage = usage + generation.usage
@@ -279,7 +280,8 @@ def with_confidence(value: T, generation: Generation, runtime_name: str, usage: 
 
 async def _read_again(rt: Runtime, messages: list[dict[str, Any]], spec: OutputSpec[Any], text: str,
                       grounded: GroundedMode, first: Generation, bounds: dict[str, int],
-                      repeats: list[SharedValue], *, max_tokens: int, temperature: float,
+                      repeats: list[SharedValue], inside: dict[str, list[dict[str, Any]]], *, max_tokens: int,
+                      temperature: float,
                       seed: int | None, usage: Usage, scores: bool) -> Generation:
     """The extraction read again where its first reading held a list that repeated an item
     (`repeated_items`: each such list bounded to its distinct items) or gave two fields one
@@ -291,10 +293,14 @@ async def _read_again(rt: Runtime, messages: list[dict[str, Any]], spec: OutputS
                     for pointer, c in field_confidences(first).items() if pointer.count("/") == 1}
     required = spec.schema.get("required") if isinstance(spec.schema.get("required"), list) else []
     kept = keep_from(repeats, sure, set(required))
+    refused = {key: kept_from(values) for key, values in kept.items()}
+    for key, schemas in inside.items():
+        refused[key] = [*refused.get(key, []), *schemas]
     logger.info("extract: read again, %s", "; ".join(
         [f"{key} bounded to {n} items" for key, n in bounds.items()]
-        + [f"{key} kept from {values[0]!r}" for key, values in kept.items()]))
-    held, _ = grounded_grammar(spec, text, grounded, rt, bounds, kept)
+        + [f"{key} kept from {values[0]!r}" for key, values in kept.items()]
+        + [f"{key} kept from the numbers it held" for key in inside]))
+    held, _ = grounded_grammar(spec, text, grounded, rt, bounds, refused)
     return await _generate(rt, messages, spec, max_tokens=max_tokens, temperature=temperature, seed=seed,
                            usage=usage, scores=scores, held=held)
 

@@ -92,22 +92,24 @@ def check_mode(value: Any, argument: str = "grounded") -> None:
 
 def grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode, runtime: Any,
                      bounds: dict[str, int] | None = None,
-                     excluded: dict[str, list[Any]] | None = None) -> tuple[Grammar | None, tuple[FieldGrounding, ...]]:
+                     refused: dict[str, list[dict[str, Any]]] | None = None,
+                     ) -> tuple[Grammar | None, tuple[FieldGrounding, ...]]:
     """The grammar holding `spec`'s chosen fields to `text` (None: the type's own, as no field
     is held), and what was held. `bounds`: top-level held lists given at most so many items
-    (`repeated_items`); `excluded`: top-level held fields kept from those values
-    (`repeated_values`), each only where the text still holds another value for it."""
-    g, record = _grounded_grammar(spec, text, mode, runtime, bounds, excluded)
-    lost = {key for key in excluded or () if any(r.path == "/" + _escape(key) and not r.grounded for r in record)}
-    if lost and excluded is not None:  # no other value the text holds fits: that field as first read
+    (`repeated_items`); `refused`: schemas top-level held fields' values must not match
+    (`kept_from`, `numbers_inside`), each field's only where the text still holds another
+    value for it."""
+    g, record = _grounded_grammar(spec, text, mode, runtime, bounds, refused)
+    lost = {key for key in refused or () if any(r.path == "/" + _escape(key) and not r.grounded for r in record)}
+    if lost and refused is not None:  # no other value the text holds fits: that field as first read
         g, record = _grounded_grammar(spec, text, mode, runtime, bounds,
-                                      {k: v for k, v in excluded.items() if k not in lost})
+                                      {k: v for k, v in refused.items() if k not in lost})
     return g, record
 
 
 def _grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode, runtime: Any,
                       bounds: dict[str, int] | None,
-                      excluded: dict[str, list[Any]] | None) -> tuple[Grammar | None, tuple[FieldGrounding, ...]]:
+                      refused: dict[str, list[dict[str, Any]]] | None) -> tuple[Grammar | None, tuple[FieldGrounding, ...]]:
     marked, chosen = marked_schema(spec.schema, text, mode)
     properties = marked.get("properties") or {}
     for key, bound in (bounds or {}).items():
@@ -115,10 +117,10 @@ def _grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode, runt
         if isinstance(node, dict) and isinstance(node.get("items"), dict):
             least = node.get("minItems", 0) if isinstance(node.get("minItems"), int) else 0
             node["maxItems"] = max(least, min(bound, node.get("maxItems", bound)))
-    for key, values in (excluded or {}).items():
+    for key, schemas in (refused or {}).items():
         node = properties.get(key)
         if isinstance(node, dict):
-            node["allOf"] = [*(node.get("allOf") or ()), *_kept_from(values)]
+            node["allOf"] = [*(node.get("allOf") or ()), *schemas]
     if not chosen:
         return None, ()
     if not getattr(runtime, "steers_budget", True):
@@ -192,8 +194,9 @@ def repeated_values(document: str, grounding: tuple[FieldGrounding, ...]) -> lis
 
 
 def keep_from(shared: list[SharedValue], sure: dict[str, float], required: set[str]) -> dict[str, list[Any]]:
-    """The fields to keep from a value they shared with another (`repeated_values`), by field:
-    every field of a group but the one the value is left to. A text is left to a field whose
+    """The fields to keep from a value they shared with another (`repeated_values`), by field
+    with the values (`kept_from` gives the schemas that refuse them): every field of a group but
+    the one the value is left to. A text is left to a field whose
     name says the value's shape (an email address to `email`, not to `name`), else to the first
     required field that took it (else the first): a small model copies the span it has just
     written into the next field (the customer again as the item), or puts a required field's
@@ -216,6 +219,32 @@ def keep_from(shared: list[SharedValue], sure: dict[str, float], required: set[s
     return kept
 
 
+def numbers_inside(document: str, grounding: tuple[FieldGrounding, ...]) -> dict[str, list[dict[str, Any]]]:
+    """Each top-level held string of `document` that holds, as a number of its own, the value a
+    held number field took, with the schemas that refuse it: a small model takes an order's
+    item with its count ("120 cotton towels" beside a quantity of 120), or the customer up to
+    it ("Hotel Sacher Wien reordered 250 linen napkins")."""
+    try:
+        value = json.loads(document)
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    top = {g.path[1:].replace("~1", "/").replace("~0", "~"): g.kind for g in grounding
+           if g.grounded and g.kind in ("string", "number") and g.path.count("/") == 1}
+    taken = {str(v) for k, v in value.items() if top.get(k) == "number" and isinstance(v, (int, float, str))
+             and not isinstance(v, bool) and _as_number(v) is not None}
+    found: dict[str, list[dict[str, Any]]] = {}
+    for key, item in value.items():
+        if top.get(key) != "string" or not isinstance(item, str) or _as_number(item) is not None:
+            continue
+        inside = [n for n in sorted(taken) if re.search(rf"(?<![\d.,]){re.escape(n)}(?![\d]|[.,]\d)", item)]
+        if inside:
+            found[key] = [{"not": {"pattern": "(^|[^0-9.,])" + _REGEX_MARK.sub(r"\\\g<0>", n) + "($|[^0-9.,]|[.,]$|[.,][^0-9])"}}
+                          for n in inside]
+    return found
+
+
 def _named_for(key: str, value: str) -> bool:
     """Whether field `key`'s name says a shape a text is searched for (an email address, a
     phone number: `_NAMED_SHAPES`) and `value` has it."""
@@ -223,7 +252,7 @@ def _named_for(key: str, value: str) -> bool:
                for named, shape, written in _NAMED_SHAPES)
 
 
-def _kept_from(values: list[Any]) -> list[dict[str, Any]]:
+def kept_from(values: list[Any]) -> list[dict[str, Any]]:
     """Schemas a field's value must not match, for each repeated value: a number (or a number
     written as a string) not equal to it; a text neither holding it nor one of its runs of
     words (kept from "Lars Eriksen", a small model took "Lars Eriksen: lars@omegatools.no", or

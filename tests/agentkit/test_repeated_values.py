@@ -4,6 +4,7 @@ it (a text: the later field; a number: the field the model was less sure of)."""
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from pydantic import BaseModel
 
 from agentkit import extract
-from agentkit._outputs.grounding import FieldGrounding, grounded_grammar, keep_from, repeated_values
+from agentkit._outputs.grounding import FieldGrounding, grounded_grammar, keep_from, numbers_inside, repeated_values
 from agentkit._outputs.output import OutputSpec
 from runtimes import Generation, TokenScore, Usage
 from runtimes.testing import ScriptedRuntime
@@ -124,3 +125,35 @@ def test_repeats_are_the_held_fields_whose_value_an_earlier_held_field_took(docu
             first[n] = key
     assert sorted((keys[0], later) for keys, _ in found for later in keys[1:]) == sorted(expected)
     assert all(list(keys) == sorted(keys, key=list(document).index) for keys, _ in found)  # in the document's order
+
+
+def test_a_text_holding_the_number_a_number_field_took_is_read_again_without_it():
+    text = "Order from Łódź Textiles: 120 cotton towels, 3.75 euros a piece."
+    counted = line("Łódź Textiles", "120 cotton towels", 120, 3.75)
+    right = line("Łódź Textiles", "cotton towels", 120, 3.75)
+    rt = ScriptedRuntime([counted, right])
+    assert extract(OrderLine, text, runtime=rt).item == "cotton towels"
+    again = rt.calls[1].grammar
+    assert not again.accepts(counted) and again.accepts(right)
+
+
+@pytest.mark.parametrize(("text", "taken", "inside"), [
+    ("120 cotton towels", "120", True), ("towels (120)", "120", True), ("120, then more", "120", True),
+    ("1,120 towels", "120", False), ("1200 towels", "120", False), ("12.5 kg", "12", False), ("3.75 each", "3.75", True),
+    ("towels", "120", False)])
+def test_a_number_is_inside_a_text_where_it_stands_as_a_number_of_its_own(text, taken, inside):
+    grounding = (FieldGrounding("/item", "string", True), FieldGrounding("/quantity", "number", True))
+    found = numbers_inside(json.dumps({"item": text, "quantity": taken}), grounding)
+    assert bool(found) == inside
+
+
+@given(st.lists(st.sampled_from(["12", "120", "1,120", "3.75", "12.5", "towels", "x12", "(12)", "12,", "12."]),
+                min_size=1, max_size=5), st.sampled_from(["12", "120", "3.75", "12.5"]))
+def test_what_is_refused_is_the_text_the_model_wrote(words, taken):
+    text = " ".join(words)
+    grounding = (FieldGrounding("/item", "string", True), FieldGrounding("/quantity", "number", True))
+    found = numbers_inside(json.dumps({"item": text, "quantity": taken}), grounding)
+    if found:
+        assert re.search(found["item"][0]["not"]["pattern"], text)
+    if taken not in text:
+        assert not found
