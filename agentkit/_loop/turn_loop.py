@@ -364,7 +364,9 @@ class TurnLoop:
         """The conversation as the model is sent it: with `tool_prompt="json_list"`, the list
         note joins the system message (sent, not kept in the conversation, so a history carries
         none of it into a run with another `tool_prompt`), except for a model whose template
-        teaches a Python list of calls, which holds several calls already."""
+        teaches a Python list of calls, which holds several calls already. A routed answer, and
+        a model that calls by itself once a call succeeded, are sent the results as context
+        (`results`)."""
         if state.answers_routed and state.request_at is not None:
             return routed_answer_messages(state.messages, state.request_at)
         listed = self.agent.tool_prompt == "json_list" and runtime.tool_call_envelope != "python"
