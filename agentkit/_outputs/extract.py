@@ -26,7 +26,8 @@ from .._errors import (
 )
 from .events import RetryRecord
 from .grounding import (FieldGrounding, GroundedMode, SharedValue, check_mode, grounded_grammar, keep_from, kept_from,
-                        numbers_inside, repeated_items, repeated_values)
+                        numbers_inside, repeated_items, repeated_values, top_level_held)
+from .._tools.schema import unescape
 from .._inputs import as_argument_error, check_generation_settings, check_runtime, check_text
 from .output import OutputSpec, OutputValidator, apply_validator, correction
 from .._runtime import budget_reached, resolve_runtime
@@ -207,8 +208,7 @@ async def aextract(
     held, grounding = grounded_grammar(spec, text, grounded, rt)
     messages = extraction_messages(spec, text, instructions)
     # Two held numbers that took one value are told apart by the model's scores (`keep_from`).
-    weighs_numbers = held is not None and sum(g.grounded and g.kind == "number" and g.path.count("/") == 1
-                                              for g in grounding) > 1
+    weighs_numbers = held is not None and list(top_level_held(grounding).values()).count("number") > 1
     usage = Usage()
     retries: list[RetryRecord] = []
     attempt = 0
@@ -284,12 +284,13 @@ async def _read_again(rt: Runtime, messages: list[dict[str, Any]], spec: OutputS
                       temperature: float,
                       seed: int | None, usage: Usage, scores: bool) -> Generation:
     """The extraction read again where its first reading held a list that repeated an item
-    (`repeated_items`: each such list bounded to its distinct items) or gave two fields one
-    value (`repeated_values`: each but one kept from it, `keep_from`)."""
+    (`repeated_items`: each such list bounded to its distinct items), gave two fields one
+    value (`repeated_values`: each but one kept from it, `keep_from`) or a text a number
+    field's value (`numbers_inside`: the text refused it)."""
     sure: dict[str, float] = {}
     if repeats and first.token_scores is not None:
         with contextlib.suppress(ValueError):  # scores that do not spell the text: the first field
-            sure = {pointer[1:].replace("~1", "/").replace("~0", "~"): c.probability
+            sure = {unescape(pointer[1:]): c.probability
                     for pointer, c in field_confidences(first).items() if pointer.count("/") == 1}
     required = spec.schema.get("required") if isinstance(spec.schema.get("required"), list) else []
     kept = keep_from(repeats, sure, set(required))

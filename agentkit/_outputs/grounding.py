@@ -23,6 +23,7 @@ from grammar import CompileError, Grammar
 
 from .._errors import InvalidArgument
 from .._tools.grounded import GROUNDED_KEY
+from .._tools.schema import unescape
 
 from .currencies import CODES, written_currencies
 from .output import OutputSpec
@@ -141,20 +142,17 @@ def repeated_items(document: str, grounding: tuple[FieldGrounding, ...]) -> dict
     text's spans repeats one item until the list's bound (`['outdoor', 'rainwear', 'outdoor',
     'outdoor', ...]`): read again with the list bounded to its distinct items, the same greedy
     choices give the list up to the repeat and then close it."""
-    try:
-        value = json.loads(document)
-    except ValueError:
-        return {}
-    held = {g.path[1:-2].replace("~1", "/").replace("~0", "~") for g in grounding
+    value = _object(document)
+    held = {unescape(g.path[1:-2]) for g in grounding
             if g.grounded and g.kind == "string" and g.path.endswith("/*") and g.path.count("/") == 2}
     bounds = {}
-    for key in held if isinstance(value, dict) else ():
+    for key in held:
         items = value.get(key)
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             continue
         seen: set[str] = set()
         for i, item in enumerate(items):
-            norm = " ".join(item.split()).casefold()
+            norm = _folded(item)
             if norm in seen:
                 bounds[key] = i
                 break
@@ -172,20 +170,13 @@ def repeated_values(document: str, grounding: tuple[FieldGrounding, ...]) -> lis
     one value for several fields (an order's quantity again as its unit price, a city again as
     the country, the customer again as the item: a third of the tune half's orders and
     addresses on SmolLM2-135M). Which field the value belongs to, `keep_from` decides."""
-    try:
-        value = json.loads(document)
-    except ValueError:
-        return []
-    if not isinstance(value, dict):
-        return []
-    held = {g.path[1:].replace("~1", "/").replace("~0", "~") for g in grounding
-            if g.grounded and g.kind in ("string", "number") and g.path.count("/") == 1}
+    held = top_level_held(grounding)
     groups: dict[tuple[str, Any], tuple[list[str], list[Any]]] = {}
-    for key, item in value.items():
+    for key, item in _object(document).items():
         if key not in held or isinstance(item, bool) or not isinstance(item, (str, int, float)):
             continue
         number = _as_number(item)
-        norm = ("number", number) if number is not None else ("string", " ".join(str(item).split()).casefold())
+        norm = ("number", number) if number is not None else ("string", _folded(str(item)))
         spellings = [item] if number is None else [number, str(item)]
         keys, seen = groups.setdefault(norm, ([], []))
         keys.append(key)
@@ -224,14 +215,7 @@ def numbers_inside(document: str, grounding: tuple[FieldGrounding, ...]) -> dict
     held number field took, with the schemas that refuse it: a small model takes an order's
     item with its count ("120 cotton towels" beside a quantity of 120), or the customer up to
     it ("Hotel Sacher Wien reordered 250 linen napkins")."""
-    try:
-        value = json.loads(document)
-    except ValueError:
-        return {}
-    if not isinstance(value, dict):
-        return {}
-    top = {g.path[1:].replace("~1", "/").replace("~0", "~"): g.kind for g in grounding
-           if g.grounded and g.kind in ("string", "number") and g.path.count("/") == 1}
+    value, top = _object(document), top_level_held(grounding)
     taken = {str(v) for k, v in value.items() if top.get(k) == "number" and isinstance(v, (int, float, str))
              and not isinstance(v, bool) and _as_number(v) is not None}
     found: dict[str, list[dict[str, Any]]] = {}
@@ -243,6 +227,27 @@ def numbers_inside(document: str, grounding: tuple[FieldGrounding, ...]) -> dict
             found[key] = [{"not": {"pattern": "(^|[^0-9.,])" + _REGEX_MARK.sub(r"\\\g<0>", n) + "($|[^0-9.,]|[.,]$|[.,][^0-9])"}}
                           for n in inside]
     return found
+
+
+def top_level_held(grounding: tuple[FieldGrounding, ...]) -> dict[str, str]:
+    """The top-level fields an extraction held to its text as strings or numbers, by name, with
+    their kind."""
+    return {unescape(g.path[1:]): g.kind for g in grounding
+            if g.grounded and g.kind in ("string", "number") and g.path.count("/") == 1}
+
+
+def _object(document: str) -> dict[str, Any]:
+    """An extraction's JSON as an object; empty where it is none (not JSON, or another value)."""
+    try:
+        value = json.loads(document)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _folded(text: str) -> str:
+    """A text compared with case and runs of blanks folded."""
+    return " ".join(text.split()).casefold()
 
 
 def _named_for(key: str, value: str) -> bool:
