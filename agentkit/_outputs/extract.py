@@ -25,8 +25,8 @@ from .._errors import (
     safe_str,
 )
 from .events import RetryRecord
-from .grounding import (FieldGrounding, GroundedMode, SharedValue, check_mode, grounded_grammar, keep_from, kept_from,
-                        numbers_inside, repeated_items, repeated_values, top_level_held)
+from .grounding import (NULL_ONLY, FieldGrounding, GroundedMode, check_mode, cut_values, grounded_grammar, keep_from,
+                        kept_from, nullable_fields, numbers_inside, repeated_items, repeated_values, top_level_held)
 from .._tools.schema import unescape
 from .._inputs import as_argument_error, check_generation_settings, check_runtime, check_text
 from .output import OutputSpec, OutputValidator, apply_validator, correction
@@ -217,14 +217,10 @@ async def aextract(
         generation = await _generate(rt, messages, spec, max_tokens=max_tokens, temperature=temperature, seed=seed,
                                      usage=usage, scores=confidence or weighs_numbers, held=held)
         usage = usage + generation.usage
-        bounds = repeated_items(generation.text, grounding) if held is not None else {}
-        repeats = repeated_values(generation.text, grounding) if held is not None else []
-        inside = numbers_inside(generation.text, grounding) if held is not None else {}
-        if bounds or repeats or inside:
-            generation = await _read_again(rt, messages, spec, text, grounded, generation, bounds, repeats, inside,
-                                           max_tokens=max_tokens, temperature=temperature, seed=seed, usage=usage,
-                                           scores=confidence)
-            usage = usage + generation.usage
+        if held is not None:
+            generation, usage = await _read_again(rt, messages, spec, text, grounded, grounding, generation,
+                                                  max_tokens=max_tokens, temperature=temperature, seed=seed,
+                                                  usage=usage, scores=confidence or weighs_numbers)
         messages = messages + [{"role": "assistant", "content": generation.text}]
         context = functools.partial(dict, messages=messages, usage=usage)
         try:
@@ -278,32 +274,65 @@ def with_confidence(value: T, generation: Generation, runtime_name: str, usage: 
     return Extraction(value, fields, text, None, usage, grounding)
 
 
+def required_fields(spec: OutputSpec[Any]) -> set[str]:
+    """The names of the top-level fields `spec`'s schema requires."""
+    required = spec.schema.get("required")
+    return {key for key in required if isinstance(key, str)} if isinstance(required, list) else set()
+
+
+READINGS_AGAIN = 2
+"""How many times an extraction is read again at most: a reading that refuses one field a
+value can give another field a value it shared or cut (company kept from the name takes the
+email address)."""
+
+
 async def _read_again(rt: Runtime, messages: list[dict[str, Any]], spec: OutputSpec[Any], text: str,
-                      grounded: GroundedMode, first: Generation, bounds: dict[str, int],
-                      repeats: list[SharedValue], inside: dict[str, list[dict[str, Any]]], *, max_tokens: int,
-                      temperature: float,
-                      seed: int | None, usage: Usage, scores: bool) -> Generation:
-    """The extraction read again where its first reading held a list that repeated an item
+                      grounded: GroundedMode, grounding: tuple[FieldGrounding, ...], generation: Generation, *,
+                      max_tokens: int, temperature: float, seed: int | None, usage: Usage,
+                      scores: bool) -> tuple[Generation, Usage]:
+    """The extraction read again where a reading held a list that repeated an item
     (`repeated_items`: each such list bounded to its distinct items), gave two fields one
-    value (`repeated_values`: each but one kept from it, `keep_from`) or a text a number
-    field's value (`numbers_inside`: the text refused it)."""
-    sure: dict[str, float] = {}
-    if repeats and first.token_scores is not None:
-        with contextlib.suppress(ValueError):  # scores that do not spell the text: the first field
-            sure = {unescape(pointer[1:]): c.probability
-                    for pointer, c in field_confidences(first).items() if pointer.count("/") == 1}
-    required = spec.schema.get("required") if isinstance(spec.schema.get("required"), list) else []
-    kept = keep_from(repeats, sure, set(required))
-    refused = {key: kept_from(values) for key, values in kept.items()}
-    for key, schemas in inside.items():
-        refused[key] = [*refused.get(key, []), *schemas]
-    logger.info("extract: read again, %s", "; ".join(
-        [f"{key} bounded to {n} items" for key, n in bounds.items()]
-        + [f"{key} kept from {values[0]!r}" for key, values in kept.items()]
-        + [f"{key} kept from the numbers it held" for key in inside]))
-    held, _ = grounded_grammar(spec, text, grounded, rt, bounds, refused)
-    return await _generate(rt, messages, spec, max_tokens=max_tokens, temperature=temperature, seed=seed,
-                           usage=usage, scores=scores, held=held)
+    value or one a piece of another's (`repeated_values`, `cut_values`: each but one kept from
+    it, `keep_from`) or a text a number field's value (`numbers_inside`: the text refused it);
+    what each reading refused holds in the next, up to `READINGS_AGAIN` readings."""
+    required, nullable = required_fields(spec), nullable_fields(spec.schema)
+    bounds: dict[str, int] = {}
+    kept: dict[str, list[Any]] = {}
+    nulled: set[str] = set()
+    inside: dict[str, list[dict[str, Any]]] = {}
+    for _ in range(READINGS_AGAIN):
+        found_bounds = repeated_items(generation.text, grounding)
+        shared = repeated_values(generation.text, grounding)
+        cut = cut_values(generation.text, grounding, text, required)
+        found_inside = numbers_inside(generation.text, grounding)
+        if not (found_bounds or shared or cut or found_inside):
+            break
+        sure: dict[str, float] = {}
+        if shared and generation.token_scores is not None:
+            with contextlib.suppress(ValueError):  # scores that do not spell the text: the first field
+                sure = {unescape(pointer[1:]): c.probability
+                        for pointer, c in field_confidences(generation).items() if pointer.count("/") == 1}
+        for key, n in found_bounds.items():
+            bounds[key] = min(n, bounds.get(key, n))
+        pieces = {keys[0] for keys, _ in cut}
+        for key, values in keep_from([*shared, *cut], sure, required).items():
+            if key not in required and key in nullable and (key in pieces or key in kept):
+                nulled.add(key)  # an optional field that took a piece, or a second value: no value of its own
+            kept[key] = list(dict.fromkeys([*kept.get(key, []), *values]))
+        for key, schemas in found_inside.items():
+            inside[key] = [*inside.get(key, []), *(s for s in schemas if s not in inside.get(key, []))]
+        refused = {key: [NULL_ONLY] if key in nulled else kept_from(values) for key, values in kept.items()}
+        for key, schemas in inside.items():
+            refused[key] = [*refused.get(key, []), *schemas]
+        logger.info("extract: read again, %s", "; ".join(
+            [f"{key} bounded to {n} items" for key, n in bounds.items()]
+            + [f"{key} read as null" if key in nulled else f"{key} kept from {values[0]!r}" for key, values in kept.items()]
+            + [f"{key} kept from the numbers it held" for key in inside]))
+        held, _ = grounded_grammar(spec, text, grounded, rt, bounds, refused)
+        generation = await _generate(rt, messages, spec, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                                     usage=usage, scores=scores, held=held)
+        usage = usage + generation.usage
+    return generation, usage
 
 
 async def _generate(rt: Runtime, messages: list[dict[str, Any]], spec: OutputSpec[Any], *, max_tokens: int,

@@ -28,6 +28,7 @@ from .._tools.schema import unescape
 from .currencies import CODES, written_currencies
 from .output import OutputSpec
 
+NULL_ONLY = {"type": "null"}
 NUMBERS_AS_STRINGS = "numbers"  # `"grounded": "numbers"`: a string held to the numbers the text writes
 
 GroundedMode = bool | Literal["auto"]
@@ -101,7 +102,8 @@ def grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode, runti
     (`kept_from`, `numbers_inside`), each field's only where the text still holds another
     value for it."""
     g, record = _grounded_grammar(spec, text, mode, runtime, bounds, refused)
-    lost = {key for key in refused or () if any(r.path == "/" + _escape(key) and not r.grounded for r in record)}
+    lost = {key for key, schemas in (refused or {}).items()
+            if schemas != [NULL_ONLY] and any(r.path == "/" + _escape(key) and not r.grounded for r in record)}
     if lost and refused is not None:  # no other value the text holds fits: that field as first read
         g, record = _grounded_grammar(spec, text, mode, runtime, bounds,
                                       {k: v for k, v in refused.items() if k not in lost})
@@ -120,7 +122,9 @@ def _grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode, runt
             node["maxItems"] = max(least, min(bound, node.get("maxItems", bound)))
     for key, schemas in (refused or {}).items():
         node = properties.get(key)
-        if isinstance(node, dict):
+        if schemas == [NULL_ONLY] and key in properties:
+            properties[key] = dict(NULL_ONLY)
+        elif isinstance(node, dict):
             node["allOf"] = [*(node.get("allOf") or ()), *schemas]
     if not chosen:
         return None, ()
@@ -182,6 +186,63 @@ def repeated_values(document: str, grounding: tuple[FieldGrounding, ...]) -> lis
         keys.append(key)
         seen.extend(v for v in spellings if v not in seen)
     return [(tuple(keys), spellings) for keys, spellings in groups.values() if len(keys) > 1]
+
+
+def cut_values(document: str, grounding: tuple[FieldGrounding, ...], text: str,
+               required: set[str]) -> list[SharedValue]:
+    """Top-level held texts of `document` where one field took a piece of another's value: an
+    optional field's value inside a required field's (recipient "Queen Street West", street
+    "200 Queen Street West"), or written right before or after it in `text` (recipient
+    "Bahnhofstrasse", street "21" for "Bahnhofstrasse 21"); or any field's value cut from the
+    start of one of the shape its field's name says (company "fatou.diop@senelec." beside that
+    email address; a company in its domain, "PolMarket", is no such piece).
+    Each pair as a shared value (`keep_from` leaves it to the required or named field) with
+    what the other must not take again: the whole value, and the piece. A required field inside
+    another required one is left alone: a product's brand stands in its name."""
+    held = top_level_held(grounding)
+    texts = {k: v for k, v in _object(document).items() if held.get(k) == "string" and isinstance(v, str) and v.strip()}
+    cut: list[SharedValue] = []
+    for piece_key, piece in texts.items():
+        for whole_key, whole in texts.items():
+            if piece_key == whole_key or _folded(piece) == _folded(whole):
+                continue
+            if _named_for(piece_key, piece):  # an email address in its own field, not the piece
+                continue
+            if _named_for(whole_key, whole):
+                if _folded(whole).startswith(_folded(piece)):
+                    cut.append(((piece_key, whole_key), [whole, piece]))
+            elif piece_key not in required and whole_key in required:
+                if _folded(piece) in _folded(whole):
+                    cut.append(((piece_key, whole_key), [whole, piece]))
+                elif (joined := _written_together(text, piece, whole)) is not None:
+                    cut.append(((piece_key, whole_key), [joined, piece]))
+    return cut
+
+
+def nullable_fields(schema: dict[str, Any]) -> set[str]:
+    """The top-level properties of `schema` that admit null (`str | None`): those an extraction
+    may read again as null (`NULL_ONLY`)."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return set()
+    return {key for key, node in properties.items() if isinstance(node, dict) and _admits_null(node)}
+
+
+def _admits_null(node: dict[str, Any]) -> bool:
+    kind = node.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(isinstance(branch, dict) and _admits_null(branch) for branch in node.get("anyOf") or node.get("oneOf") or ())
+
+
+def _written_together(text: str, first: str, second: str) -> str | None:
+    """Where `text` writes `first` and `second` one right after the other, blanks apart (in
+    either order), that run of the text."""
+    for a, b in ((first, second), (second, first)):
+        found = re.search(re.escape(a) + r"\s+" + re.escape(b), text)
+        if found is not None:
+            return found.group()
+    return None
 
 
 def keep_from(shared: list[SharedValue], sure: dict[str, float], required: set[str]) -> dict[str, list[Any]]:
