@@ -290,6 +290,41 @@ def numbers_inside(document: str, grounding: tuple[FieldGrounding, ...]) -> dict
     return found
 
 
+_ISO_DATE_OR_TIME = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}(?::\d{2})?")
+_MOST_DATE_WORDS = 6  # "the 22nd of August 2025 at": the longest run a date or time is read from
+_MONTH_WORD = re.compile(r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?", re.IGNORECASE)
+_LEFT_HANGING = {"not": {"pattern": "(\\s(on|at|of|the|for|in|from|by)|:)$"}}
+
+
+def dates_inside(document: str, grounding: tuple[FieldGrounding, ...]) -> dict[str, list[dict[str, Any]]]:
+    """Each top-level held text of `document` that writes, in words, a date or time another held
+    field took, with the schemas that refuse each word of them that dates (and a value left
+    hanging on "on", "at" or a colon once they are gone): a small model takes a meeting's title with its date ("Security
+    Training on December 9th" beside 2025-12-09) or as the date alone ("June 3rd"), or the
+    sentence that gives its date and time ("On the 1st of July 2025 at 10:45")."""
+    value, top = _object(document), top_level_held(grounding)
+    texts = {k: v for k, v in value.items() if top.get(k) == "string" and isinstance(v, str)}
+    taken = {v for v in texts.values() if _ISO_DATE_OR_TIME.fullmatch(v)}
+    years = sorted({v[:4] for v in taken if "-" in v})  # a date written without its year takes the field's
+    found: dict[str, list[dict[str, Any]]] = {}
+    for key, item in texts.items():
+        if item in taken:
+            continue
+        words, pieces = item.split(), []
+        for size in range(1, min(len(words), _MOST_DATE_WORDS) + 1):  # the shortest runs first
+            for start in range(len(words) - size + 1):
+                run = " ".join(words[start:start + size]).strip(",.;:")
+                if run and not any(p in run for p in pieces) and \
+                        taken & set(grammar.Grounding(" ".join([run, *years])).spelled):
+                    pieces.append(run)
+        if pieces:  # each word of them that dates: "December" stays out once "December 9th" is refused
+            dating = dict.fromkeys(w.strip(",.;:") for p in pieces for w in p.split()
+                                   if _NUMBER.search(w) or _MONTH_WORD.fullmatch(w.strip(",.;:")))
+            found[key] = [{"not": {"pattern": "(^|[^\\w])" + _REGEX_MARK.sub(r"\\\g<0>", w) + "($|[^\\w])"}}
+                          for w in dating] + [_LEFT_HANGING]
+    return found
+
+
 def top_level_held(grounding: tuple[FieldGrounding, ...]) -> dict[str, str]:
     """The top-level fields an extraction held to its text as strings or numbers, by name, with
     their kind."""

@@ -1,15 +1,17 @@
 """A held field that took a piece of another's value: an optional field is read again as null, a
-required one kept from the value; what each reading refused holds in the next."""
+required one kept from the value; a text that writes the date or time another field took is read
+again without it; what each reading refused holds in the next."""
 
 from __future__ import annotations
 
+import datetime
 import json
 
 from hypothesis import given, settings, strategies as st
 from pydantic import BaseModel
 
 from agentkit import extract
-from agentkit._outputs.grounding import FieldGrounding, cut_values
+from agentkit._outputs.grounding import FieldGrounding, cut_values, dates_inside
 from runtimes.testing import ScriptedRuntime
 
 TEXT = "Return address: Bahnhofstrasse 21, 8001 Zürich, Switzerland."
@@ -153,3 +155,36 @@ def test_an_optional_field_that_admits_no_null_is_kept_from_the_value_instead():
     assert not again.accepts(json.dumps({"recipient": None, "street": "Bahnhofstrasse 21"}, separators=(",", ":")))
     assert not again.accepts(json.dumps({"recipient": "Bahnhofstrasse", "street": "Bahnhofstrasse 21"},
                                         separators=(",", ":")))
+
+
+class Meeting(BaseModel):
+    title: str
+    date: datetime.date
+    start_time: str
+
+
+def meeting(title: str, date: str = "2025-12-09", start_time: str = "15:30") -> str:
+    return json.dumps({"title": title, "date": date, "start_time": start_time}, separators=(",", ":"))
+
+
+def test_a_title_that_writes_the_date_the_date_field_took_is_read_again_without_it():
+    text = "Security Training on December 9th, 2025, 15:30, for the whole ops team."
+    with_date, right = meeting("Security Training on December 9th"), meeting("Security Training")
+    rt = ScriptedRuntime([with_date, right])
+    assert extract(Meeting, text, runtime=rt).title == "Security Training"
+    again = rt.calls[1].grammar
+    for near in (with_date, meeting("Security Training on December"), meeting("Security Training on"),
+                 meeting("December 9th")):
+        assert not again.accepts(near)
+    assert again.accepts(right)
+
+
+def test_a_time_in_the_title_is_refused_too_and_other_numbers_are_not():
+    held = tuple(FieldGrounding(f"/{k}", "string", True) for k in ("title", "date", "start_time"))
+    found = dates_inside(meeting("On the 1st of July 2025 at 10:45", "2025-07-01", "10:45"), held)
+    assert set(found) == {"title"}
+    patterns = [s["not"]["pattern"] for s in found["title"]]
+    assert any("10:45" in p for p in patterns) and any("1st" in p for p in patterns)
+    assert any("July" in p for p in patterns)
+    assert dates_inside(meeting("Room 10 review", "2025-07-01", "10:00"), held) == {}
+    assert dates_inside(meeting("Team Lunch"), held) == {}
