@@ -284,10 +284,34 @@ def numbers_inside(document: str, grounding: tuple[FieldGrounding, ...]) -> dict
         if top.get(key) != "string" or not isinstance(item, str) or _as_number(item) is not None:
             continue
         inside = [n for n in sorted(taken) if re.search(rf"(?<![\d.,]){re.escape(n)}(?![\d]|[.,]\d)", item)]
-        if inside:
-            found[key] = [{"not": {"pattern": "(^|[^0-9.,])" + _REGEX_MARK.sub(r"\\\g<0>", n) + "($|[^0-9.,]|[.,]$|[.,][^0-9])"}}
-                          for n in inside]
+        schemas = [{"not": {"pattern": "(^|[^0-9.,])" + _REGEX_MARK.sub(r"\\\g<0>", n) + "($|[^0-9.,]|[.,]$|[.,][^0-9])"}}
+                   for n in inside]
+        schemas += [_without_word(w) for w in _number_words(item, taken)]
+        if schemas:
+            found[key] = schemas
     return found
+
+
+def _number_words(item: str, taken: set[str]) -> list[str]:
+    """The words of `item` that write one of the numbers `taken` in words ("dozen" for 12,
+    "twelve"), alone or as a run of at most three words; none with a digit (those are read
+    as digits)."""
+    wanted = {n for n in (_as_number(t) for t in taken) if n is not None}
+    words = [w.strip(",.;:") for w in item.split()]
+    found: list[str] = []
+    for size in (1, 2, 3):
+        for start in range(len(words) - size + 1):
+            run = words[start:start + size]
+            if any(_NUMBER.search(w) for w in run) or any(w in found for w in run):
+                continue
+            if wanted & {float(n) for n in grammar.Grounding(" ".join(run)).numbers}:
+                found.extend(w for w in run if w and w not in found)
+    return found
+
+
+def _without_word(word: str) -> dict[str, Any]:
+    """A schema refusing a text that holds `word` as a word of its own."""
+    return {"not": {"pattern": "(^|[^\\w])" + _REGEX_MARK.sub(r"\\\g<0>", word) + "($|[^\\w])"}}
 
 
 _ISO_DATE_OR_TIME = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}(?::\d{2})?")
@@ -320,8 +344,7 @@ def dates_inside(document: str, grounding: tuple[FieldGrounding, ...]) -> dict[s
         if pieces:  # each word of them that dates: "December" stays out once "December 9th" is refused
             dating = dict.fromkeys(w.strip(",.;:") for p in pieces for w in p.split()
                                    if _NUMBER.search(w) or _MONTH_WORD.fullmatch(w.strip(",.;:")))
-            found[key] = [{"not": {"pattern": "(^|[^\\w])" + _REGEX_MARK.sub(r"\\\g<0>", w) + "($|[^\\w])"}}
-                          for w in dating] + [_LEFT_HANGING]
+            found[key] = [_without_word(w) for w in dating] + [_LEFT_HANGING]
     return found
 
 

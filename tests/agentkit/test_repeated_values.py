@@ -137,10 +137,21 @@ def test_a_text_holding_the_number_a_number_field_took_is_read_again_without_it(
     assert not again.accepts(counted) and again.accepts(right)
 
 
+def test_a_number_the_item_writes_in_words_is_refused_as_a_word():
+    text = "Kofi Boateng ordered a dozen solar lanterns at 32 pounds each."
+    counted = line("Kofi Boateng", "dozen solar lanterns", 12, 32)
+    right = line("Kofi Boateng", "solar lanterns", 12, 32)
+    rt = ScriptedRuntime([counted, right])
+    assert extract(OrderLine, text, runtime=rt).item == "solar lanterns"
+    again = rt.calls[1].grammar
+    assert not again.accepts(counted) and not again.accepts(line("Kofi Boateng", "a dozen solar lanterns", 12, 32))
+
+
 @pytest.mark.parametrize(("text", "taken", "inside"), [
     ("120 cotton towels", "120", True), ("towels (120)", "120", True), ("120, then more", "120", True),
     ("1,120 towels", "120", False), ("1200 towels", "120", False), ("12.5 kg", "12", False), ("3.75 each", "3.75", True),
-    ("towels", "120", False)])
+    ("towels", "120", False), ("dozen solar lanterns", "12", True), ("two kilim rugs", "2", True),
+    ("twelve mugs", "2", False), ("solar lanterns", "12", False)])
 def test_a_number_is_inside_a_text_where_it_stands_as_a_number_of_its_own(text, taken, inside):
     grounding = (FieldGrounding("/item", "string", True), FieldGrounding("/quantity", "number", True))
     found = numbers_inside(json.dumps({"item": text, "quantity": taken}), grounding)
