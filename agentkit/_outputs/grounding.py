@@ -200,7 +200,8 @@ def cut_values(document: str, grounding: tuple[FieldGrounding, ...], text: str,
     what the other must not take again: the whole value, and the piece. A required field inside
     another required one is left alone: a product's brand stands in its name."""
     held = top_level_held(grounding)
-    texts = {k: v for k, v in _object(document).items() if held.get(k) == "string" and isinstance(v, str) and v.strip()}
+    texts = {k: v for k, v in _object(document).items()
+             if held.get(k) == "string" and isinstance(v, str) and v.strip()}
     cut: list[SharedValue] = []
     for piece_key, piece in texts.items():
         for whole_key, whole in texts.items():
@@ -274,8 +275,9 @@ def keep_from(shared: list[SharedValue], sure: dict[str, float], required: set[s
 def numbers_inside(document: str, grounding: tuple[FieldGrounding, ...]) -> dict[str, list[dict[str, Any]]]:
     """Each top-level held string of `document` that holds, as a number of its own, the value a
     held number field took, with the schemas that refuse it: a small model takes an order's
-    item with its count ("120 cotton towels" beside a quantity of 120), or the customer up to
-    it ("Hotel Sacher Wien reordered 250 linen napkins")."""
+    item with its count ("120 cotton towels" beside a quantity of 120, or in words: "dozen solar
+    lanterns" beside 12), or the customer up to it ("Hotel Sacher Wien reordered 250 linen
+    napkins")."""
     value, top = _object(document), top_level_held(grounding)
     taken = {str(v) for k, v in value.items() if top.get(k) == "number" and isinstance(v, (int, float, str))
              and not isinstance(v, bool) and _as_number(v) is not None}
@@ -299,6 +301,8 @@ def _number_words(item: str, taken: set[str]) -> list[str]:
     wanted = {n for n in (_as_number(t) for t in taken) if n is not None}
     words = [w.strip(",.;:") for w in item.split()]
     found: list[str] = []
+    if not wanted:
+        return found
     for size in (1, 2, 3):
         for start in range(len(words) - size + 1):
             run = words[start:start + size]
@@ -323,14 +327,17 @@ _LEFT_HANGING = {"not": {"pattern": "(\\s(on|at|of|the|for|in|from|by)|:)$"}}
 def dates_inside(document: str, grounding: tuple[FieldGrounding, ...]) -> dict[str, list[dict[str, Any]]]:
     """Each top-level held text of `document` that writes, in words, a date or time another held
     field took, with the schemas that refuse each word of them that dates (and a value left
-    hanging on "on", "at" or a colon once they are gone): a small model takes a meeting's title with its date ("Security
-    Training on December 9th" beside 2025-12-09) or as the date alone ("June 3rd"), or the
-    sentence that gives its date and time ("On the 1st of July 2025 at 10:45")."""
+    hanging on "on", "at" or a colon once they are gone): a small model takes a meeting's title
+    with its date ("Security Training on December 9th" beside 2025-12-09) or as the date alone
+    ("June 3rd"), or the sentence that gives its date and time ("On the 1st of July 2025 at
+    10:45")."""
     value, top = _object(document), top_level_held(grounding)
     texts = {k: v for k, v in value.items() if top.get(k) == "string" and isinstance(v, str)}
     taken = {v for v in texts.values() if _ISO_DATE_OR_TIME.fullmatch(v)}
     years = sorted({v[:4] for v in taken if "-" in v})  # a date written without its year takes the field's
     found: dict[str, list[dict[str, Any]]] = {}
+    if not taken:
+        return found
     for key, item in texts.items():
         if item in taken:
             continue
