@@ -23,7 +23,7 @@ from grammar import CompileError, Grammar
 
 from .._errors import InvalidArgument
 from .._tools.grounded import GROUNDED_KEY
-from .._tools.schema import unescape
+from .._tools.schema import escape, unescape
 
 from .currencies import CODES, written_currencies
 from .output import OutputSpec
@@ -103,7 +103,7 @@ def grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode, runti
     value for it."""
     g, record = _grounded_grammar(spec, text, mode, runtime, bounds, refused)
     lost = {key for key, schemas in (refused or {}).items()
-            if schemas != [NULL_ONLY] and any(r.path == "/" + _escape(key) and not r.grounded for r in record)}
+            if schemas != [NULL_ONLY] and any(r.path == "/" + escape(key) and not r.grounded for r in record)}
     if lost and refused is not None:  # no other value the text holds fits: that field as first read
         g, record = _grounded_grammar(spec, text, mode, runtime, bounds,
                                       {k: v for k, v in refused.items() if k not in lost})
@@ -286,7 +286,7 @@ def numbers_inside(document: str, grounding: tuple[FieldGrounding, ...]) -> dict
         if top.get(key) != "string" or not isinstance(item, str) or _as_number(item) is not None:
             continue
         inside = [n for n in sorted(taken) if re.search(rf"(?<![\d.,]){re.escape(n)}(?![\d]|[.,]\d)", item)]
-        schemas = [{"not": {"pattern": "(^|[^0-9.,])" + _REGEX_MARK.sub(r"\\\g<0>", n) + "($|[^0-9.,]|[.,]$|[.,][^0-9])"}}
+        schemas = [{"not": {"pattern": "(^|[^0-9.,])" + _regex_literal(n) + "($|[^0-9.,]|[.,]$|[.,][^0-9])"}}
                    for n in inside]
         schemas += [_without_word(w) for w in _number_words(item, taken)]
         if schemas:
@@ -315,7 +315,7 @@ def _number_words(item: str, taken: set[str]) -> list[str]:
 
 def _without_word(word: str) -> dict[str, Any]:
     """A schema refusing a text that holds `word` as a word of its own."""
-    return {"not": {"pattern": "(^|[^\\w])" + _REGEX_MARK.sub(r"\\\g<0>", word) + "($|[^\\w])"}}
+    return {"not": {"pattern": "(^|[^\\w])" + _regex_literal(word) + "($|[^\\w])"}}
 
 
 _ISO_DATE_OR_TIME = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}(?::\d{2})?")
@@ -395,11 +395,16 @@ def kept_from(values: list[Any]) -> list[dict[str, Any]]:
             for i in range(len(words)) for j in range(i + 1, len(words) + 1)]
     schemas = [{"not": {"enum": numbers}}] if numbers else []
     schemas += [{"not": {"enum": list(dict.fromkeys(runs))}}] if runs else []
-    return schemas + [{"not": {"pattern": _REGEX_MARK.sub(r"\\\g<0>", v)}} for v in texts]
+    return schemas + [{"not": {"pattern": _regex_literal(v)}} for v in texts]
 
 
 _MOST_WORDS = 12  # a value's runs of words grow with its square: a long one is kept from whole
 _REGEX_MARK = re.compile(r"[\\^$.|?*+()\[\]{}/-]")
+
+
+def _regex_literal(text: str) -> str:
+    """`text` as a JSON Schema pattern that matches it literally."""
+    return _REGEX_MARK.sub(r"\\\g<0>", text)
 
 
 def _as_number(item: str | int | float) -> float | None:
@@ -456,7 +461,7 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
     description = node.get("description", description) if isinstance(node.get("description"), str) else description
     required = node.get("required") if isinstance(node.get("required"), list) else []
     for key, sub in (node.get("properties") or {}).items():
-        _visit(sub, f"{pointer}/properties/{_escape(key)}", f"{path}/{_escape(key)}", None, key, "", rule, chosen,
+        _visit(sub, f"{pointer}/properties/{escape(key)}", f"{path}/{escape(key)}", None, key, "", rule, chosen,
                key not in required)
         if rule.mode == "auto" and rule.text_known and _shaped_or_none(sub, key, rule.text) and key not in required:
             node["required"] = required = [*required, key]  # written, as the value is the text's
@@ -595,6 +600,3 @@ def _record(chosen: dict[str, tuple[str, str]], notes: tuple[grammar.GroundedFie
         out.append(FieldGrounding(path, kind, not refused, refused[0] if refused else ""))
     return tuple(out)
 
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
