@@ -26,6 +26,7 @@ from .._tools.grounded import GROUNDED_KEY
 from .._tools.schema import escape, unescape
 
 from .currencies import CODES, written_currencies
+from .labels import candidates, labelled_values
 from .output import OutputSpec
 
 NULL_ONLY = {"type": "null"}
@@ -433,8 +434,9 @@ def marked_schema(schema: dict[str, Any], text: str, mode: GroundedMode, *, numb
     unit, a method), which a held argument could only replace by some unrelated span.
     `text_known`: `text` is the one the values come from, so an optional email or phone number
     is written or None by what it holds (`_shaped_or_none`) and currency codes are narrowed to
-    those it writes (`_currencies_written`); a tool's marks are made once, before any
-    conversation (False), and leave such fields as their schema says."""
+    those it writes (`_currencies_written`), and a field the text labels is held to what
+    follows the label (`labels`); a tool's marks are made once, before any conversation
+    (False), and leave such fields as their schema says."""
     marked = copy.deepcopy(schema)
     chosen: dict[str, tuple[str, str]] = {}
     _visit(marked, "", "", None, "", "", _Rule(text, mode, numbers_if_written, optional_held, text_known), chosen)
@@ -499,6 +501,9 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
             for named, shape, written in _NAMED_SHAPES:
                 if named.fullmatch(name) and (written is None or written(rule.text)):
                     node["pattern"] = shape
+            labelled = labelled_values(rule.text, name, description) if rule.text_known else []
+            if labelled and not path.endswith("/*") and "pattern" not in node:
+                node["pattern"] = "^(?:" + "|".join(map(_regex_literal, candidates(labelled))) + ")$"
     elif own is True:
         node[GROUNDED_KEY] = False
 
