@@ -63,6 +63,11 @@ def _writes_a_phone_number(text: str) -> bool:
                for m in _PHONE_LIKE.finditer(text))
 
 
+# A street is written with its house number, where the text writes a number at all: held to
+# the text, Qwen2.5-Coder-0.5B left it out in 2 of the tune half's 10 addresses ("Grand Canal
+# Square" for "3 Grand Canal Square").
+_STREET = re.compile(r"(\w+_)?(street|street_address|address_line_?\d?|road)", re.IGNORECASE)
+
 _NAMED_SHAPES = (
     (re.compile(r"(city|town|country|region|province|county|recipient|surname"
                 r"|(first|last|given|family|middle|full)_?name)", re.IGNORECASE), "^[^0-9]*$", None),
@@ -501,6 +506,8 @@ def _visit(node: Any, pointer: str, path: str, inherited: bool | None, name: str
             for named, shape, written in _NAMED_SHAPES:
                 if named.fullmatch(name) and (written is None or written(rule.text)):
                     node["pattern"] = shape
+            if _STREET.fullmatch(name) and "pattern" not in node and _NUMBER.search(rule.text):
+                node["pattern"] = "[0-9]"
             labelled = labelled_values(rule.text, name, description) if rule.text_known else []
             if labelled and not path.endswith("/*") and "pattern" not in node:
                 node["pattern"] = "^(?:" + "|".join(map(_regex_literal, candidates(labelled))) + ")$"

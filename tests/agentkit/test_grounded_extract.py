@@ -423,3 +423,16 @@ def test_the_bound_is_the_count_before_the_first_repeat(items):
     first = next((i for i in range(len(folded)) if folded[i] in folded[:i]), None)
     assert bounds == ({} if first is None else {"tags": first})
     assert repeated_items(json.dumps({"name": "x", "tags": items}), ()) == {}  # not held: never bounded
+
+
+def test_auto_holds_a_street_to_spans_with_a_number_where_the_text_writes_one():
+    class Address(BaseModel):
+        street: str
+        city: str
+
+    text = "Our Dublin office: 3 Grand Canal Square, Dublin, Ireland."
+    g, _ = grounded_grammar(OutputSpec(Address), text, "auto", Local())
+    assert g.accepts('{"street":"3 Grand Canal Square","city":"Dublin"}')
+    assert not g.accepts('{"street":"Grand Canal Square","city":"Dublin"}')
+    unnumbered, _ = marked_schema(OutputSpec(Address).schema, "Grand Canal Square, Dublin.", "auto")
+    assert "pattern" not in unnumbered["properties"]["street"]  # no number written: any span
