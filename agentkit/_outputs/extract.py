@@ -25,9 +25,9 @@ from .._errors import (
     safe_str,
 )
 from .events import RetryRecord
-from .grounding import (NULL_ONLY, FieldGrounding, GroundedMode, check_mode, cut_values, dates_inside, grounded_grammar,
-                        keep_from, kept_from, nullable_fields, numbers_inside, repeated_items, repeated_values,
-                        top_level_held)
+from .grounding import (NULL_ONLY, FieldGrounding, GroundedMode, check_mode, cut_values, dates_inside, empty_lists,
+                        grounded_grammar, keep_from, kept_from, nullable_fields, numbers_inside, repeated_items,
+                        repeated_values, top_level_held)
 from .._tools.schema import unescape
 from .._inputs import as_argument_error, check_generation_settings, check_runtime, check_text
 from .output import OutputSpec, OutputValidator, apply_validator, correction
@@ -292,24 +292,27 @@ async def _read_again(rt: Runtime, messages: list[dict[str, Any]], spec: OutputS
                       max_tokens: int, temperature: float, seed: int | None, usage: Usage,
                       scores: bool) -> tuple[Generation, Usage]:
     """The extraction read again where a reading held a list that repeated an item
-    (`repeated_items`: each such list bounded to its distinct items), gave two fields one
+    (`repeated_items`: each such list bounded to its distinct items) or left a required one
+    empty (`empty_lists`: given one item at least), gave two fields one
     value or one a piece of another's (`repeated_values`, `cut_values`: each but one kept from
     it, `keep_from`) or a text a number field's value or another field's date or time
     (`numbers_inside`, `dates_inside`: the text refused it);
     what each reading refused holds in the next, up to `READINGS_AGAIN` readings."""
     required, nullable = required_fields(spec), nullable_fields(spec.schema)
     bounds: dict[str, int] = {}
+    filled: set[str] = set()
     kept: dict[str, list[Any]] = {}
     nulled: set[str] = set()
     inside: dict[str, list[dict[str, Any]]] = {}
     for _ in range(READINGS_AGAIN):
         found_bounds = repeated_items(generation.text, grounding)
+        empty = empty_lists(generation.text, grounding, required) - filled
         shared = repeated_values(generation.text, grounding)
         cut = cut_values(generation.text, grounding, text, required)
         found_inside = numbers_inside(generation.text, grounding)
         for key, schemas in dates_inside(generation.text, grounding).items():
             found_inside[key] = [*found_inside.get(key, []), *schemas]
-        if not (found_bounds or shared or cut or found_inside):
+        if not (found_bounds or empty or shared or cut or found_inside):
             break
         sure: dict[str, float] = {}
         if shared and generation.token_scores is not None:
@@ -318,6 +321,7 @@ async def _read_again(rt: Runtime, messages: list[dict[str, Any]], spec: OutputS
                         for pointer, c in field_confidences(generation).items() if pointer.count("/") == 1}
         for key, n in found_bounds.items():
             bounds[key] = min(n, bounds.get(key, n))
+        filled |= empty
         pieces = {keys[0] for keys, _ in cut}
         for key, values in keep_from([*shared, *cut], sure, required).items():
             if key not in required and key in nullable and (key in pieces or key in kept):
@@ -330,9 +334,10 @@ async def _read_again(rt: Runtime, messages: list[dict[str, Any]], spec: OutputS
             refused[key] = [*refused.get(key, []), *schemas]
         logger.info("extract: read again, %s", "; ".join(
             [f"{key} bounded to {n} items" for key, n in bounds.items()]
+            + [f"{key} given one item at least" for key in filled]
             + [f"{key} read as null" if key in nulled else f"{key} kept from {values[0]!r}" for key, values in kept.items()]
             + [f"{key} kept from the numbers, dates or times it held" for key in inside]))
-        held, _ = grounded_grammar(spec, text, grounded, rt, bounds, refused)
+        held, _ = grounded_grammar(spec, text, grounded, rt, bounds, refused, filled)
         generation = await _generate(rt, messages, spec, max_tokens=max_tokens, temperature=temperature, seed=seed,
                                      usage=usage, scores=scores, held=held)
         usage = usage + generation.usage

@@ -101,26 +101,31 @@ def check_mode(value: Any, argument: str = "grounded") -> None:
 def grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode, runtime: Any,
                      bounds: dict[str, int] | None = None,
                      refused: dict[str, list[dict[str, Any]]] | None = None,
+                     filled: set[str] | None = None,
                      ) -> tuple[Grammar | None, tuple[FieldGrounding, ...]]:
     """The grammar holding `spec`'s chosen fields to `text` (None: the type's own, as no field
     is held), and what was held. `bounds`: top-level held lists given at most so many items
     (`repeated_items`); `refused`: schemas top-level held fields' values must not match
     (`kept_from`, `numbers_inside`), each field's only where the text still holds another
-    value for it."""
-    g, record = _grounded_grammar(spec, text, mode, runtime, bounds, refused)
+    value for it; `filled`: top-level held lists given one item at least (`empty_lists`)."""
+    g, record = _grounded_grammar(spec, text, mode, runtime, bounds, refused, filled)
     lost = {key for key, schemas in (refused or {}).items()
             if schemas != [NULL_ONLY] and any(r.path == "/" + escape(key) and not r.grounded for r in record)}
     if lost and refused is not None:  # no other value the text holds fits: that field as first read
         g, record = _grounded_grammar(spec, text, mode, runtime, bounds,
-                                      {k: v for k, v in refused.items() if k not in lost})
+                                      {k: v for k, v in refused.items() if k not in lost}, filled)
     return g, record
 
 
 def _grounded_grammar(spec: OutputSpec[Any], text: str, mode: GroundedMode, runtime: Any,
-                      bounds: dict[str, int] | None,
-                      refused: dict[str, list[dict[str, Any]]] | None) -> tuple[Grammar | None, tuple[FieldGrounding, ...]]:
+                      bounds: dict[str, int] | None, refused: dict[str, list[dict[str, Any]]] | None,
+                      filled: set[str] | None) -> tuple[Grammar | None, tuple[FieldGrounding, ...]]:
     marked, chosen = marked_schema(spec.schema, text, mode)
     properties = marked.get("properties") or {}
+    for key in filled or ():
+        node = properties.get(key)
+        if isinstance(node, dict) and isinstance(node.get("items"), dict) and node.get("maxItems", 1) >= 1:
+            node["minItems"] = max(1, node.get("minItems", 0))
     for key, bound in (bounds or {}).items():
         node = properties.get(key)
         if isinstance(node, dict) and isinstance(node.get("items"), dict):
@@ -153,10 +158,8 @@ def repeated_items(document: str, grounding: tuple[FieldGrounding, ...]) -> dict
     'outdoor', ...]`): read again with the list bounded to its distinct items, the same greedy
     choices give the list up to the repeat and then close it."""
     value = _object(document)
-    held = {unescape(g.path[1:-2]) for g in grounding
-            if g.grounded and g.kind == "string" and g.path.endswith("/*") and g.path.count("/") == 2}
     bounds = {}
-    for key in held:
+    for key in held_lists(grounding):
         items = value.get(key)
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             continue
@@ -168,6 +171,15 @@ def repeated_items(document: str, grounding: tuple[FieldGrounding, ...]) -> dict
                 break
             seen.add(norm)
     return bounds
+
+
+def empty_lists(document: str, grounding: tuple[FieldGrounding, ...], required: set[str]) -> set[str]:
+    """The required top-level lists of held strings that `document` (an extraction's JSON) left
+    empty: a small model held to the text closes a list at once (SmolLM2-135M a meeting's
+    attendees in 6 of the tune half's 10 "with Alice, Bob and Chiara"); read again with one item
+    at least, it writes them."""
+    value = _object(document)
+    return {key for key in held_lists(grounding) if key in required and value.get(key) == []}
 
 
 SharedValue = tuple[tuple[str, ...], list[Any]]
@@ -327,6 +339,8 @@ def _without_word(word: str) -> dict[str, Any]:
 _ISO_DATE_OR_TIME = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}(?::\d{2})?")
 _MOST_DATE_WORDS = 6  # "the 22nd of August 2025 at": the longest run a date or time is read from
 _MONTH_WORD = re.compile(r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?", re.IGNORECASE)
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+                "november", "december")
 _LEFT_HANGING = {"not": {"pattern": "(\\s(on|at|of|the|for|in|from|by)|:)$"}}
 
 
@@ -336,7 +350,8 @@ def dates_inside(document: str, grounding: tuple[FieldGrounding, ...]) -> dict[s
     hanging on "on", "at" or a colon once they are gone): a small model takes a meeting's title
     with its date ("Security Training on December 9th" beside 2025-12-09) or as the date alone
     ("June 3rd"), or the sentence that gives its date and time ("On the 1st of July 2025 at
-    10:45")."""
+    10:45"); and each held list with an item that is the taken date's month, with the schema
+    that refuses it ("May" among a meeting's attendees for "the 5th of May")."""
     value, top = _object(document), top_level_held(grounding)
     texts = {k: v for k, v in value.items() if top.get(k) == "string" and isinstance(v, str)}
     taken = {v for v in texts.values() if _ISO_DATE_OR_TIME.fullmatch(v)}
@@ -358,7 +373,21 @@ def dates_inside(document: str, grounding: tuple[FieldGrounding, ...]) -> dict[s
             dating = dict.fromkeys(w.strip(",.;:") for p in pieces for w in p.split()
                                    if _NUMBER.search(w) or _MONTH_WORD.fullmatch(w.strip(",.;:")))
             found[key] = [_without_word(w) for w in dating] + [_LEFT_HANGING]
+    months = {name for v in taken if "-" in v
+              for name in (_MONTH_NAMES[int(v[5:7]) - 1], _MONTH_NAMES[int(v[5:7]) - 1][:3])}
+    for key in held_lists(grounding):  # an item that is the taken date's month: "May" of "the 5th of May"
+        items = value.get(key)
+        named = [i for i in items if isinstance(i, str) and i.strip(",.;:").casefold() in months] \
+            if isinstance(items, list) else []
+        if named:
+            found[key] = [{"items": _without_word(i.strip(",.;:"))} for i in dict.fromkeys(named)]
     return found
+
+
+def held_lists(grounding: tuple[FieldGrounding, ...]) -> set[str]:
+    """The top-level lists whose items an extraction held to its text as strings, by name."""
+    return {unescape(g.path[1:-2]) for g in grounding
+            if g.grounded and g.kind == "string" and g.path.endswith("/*") and g.path.count("/") == 2}
 
 
 def top_level_held(grounding: tuple[FieldGrounding, ...]) -> dict[str, str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import json
 
+import pytest
 from hypothesis import given, settings, strategies as st
 from pydantic import BaseModel
 
@@ -188,3 +189,32 @@ def test_a_time_in_the_title_is_refused_too_and_other_numbers_are_not():
     assert any("July" in p for p in patterns)
     assert dates_inside(meeting("Room 10 review", "2025-07-01", "10:00"), held) == {}
     assert dates_inside(meeting("Team Lunch"), held) == {}
+
+
+class Gathering(BaseModel):
+    title: str
+    date: datetime.date
+    attendees: list[str]
+
+
+@pytest.mark.parametrize("month", ["May", "may", "May,"])
+def test_a_list_item_that_is_the_taken_dates_month_is_read_again_without_it(month):
+    text = "Office Yoga on the 5th of May 2025; Nadia and Felix signed up."
+    first = json.dumps({"title": "Office Yoga", "date": "2025-05-05", "attendees": ["Nadia", "Felix", month]},
+                       separators=(",", ":"))
+    right = json.dumps({"title": "Office Yoga", "date": "2025-05-05", "attendees": ["Nadia", "Felix"]},
+                       separators=(",", ":"))
+    held = (FieldGrounding("/title", "string", True), FieldGrounding("/date", "string", True),
+            FieldGrounding("/attendees/*", "string", True))
+    assert list(dates_inside(first, held)) == ["attendees"]
+    if month == "May":
+        rt = ScriptedRuntime([first, right])
+        assert extract(Gathering, text, runtime=rt).attendees == ["Nadia", "Felix"]
+        assert not rt.calls[1].grammar.accepts(first)
+
+
+def test_a_month_name_is_refused_only_as_the_taken_dates_month_and_never_inside_a_name():
+    held = (FieldGrounding("/date", "string", True), FieldGrounding("/attendees/*", "string", True))
+    for attendees in (["June"], ["Marco", "Mayra"], ["Maya May"]):
+        document = json.dumps({"date": "2025-05-05", "attendees": attendees})
+        assert dates_inside(document, held) == {}

@@ -114,7 +114,8 @@ def test_a_form_set_for_every_model_overrides_the_templates(spaced_form):
     value = {"customer": "M", "items": [], "quantity": 4, "note": None}
     rt = ScriptedRuntime([spaced(value)])
     rt.json_separators = None
-    assert extract(Order, "M ordered 4", runtime=rt) == Order(**value)
+    # not held: its empty required list, held to the text, would be read again
+    assert extract(Order, "M ordered 4", runtime=rt, grounded=False) == Order(**value)
 
 
 def test_an_agents_typed_answer_is_held_to_the_form_its_runtimes_template_shows(monkeypatch):
