@@ -4,9 +4,9 @@
 
 Where a text labels a value so, a held string field is held to what follows the label, up to a
 mark that ends a clause, a bracket or the line's end (`candidates`). Held to the text's spans
-alone, SmolLM2-135M took another sentence of a support ticket for its
-subject line in 8 of the tune half's 10 ("Please fix this urgently.") and Qwen2.5-Coder-0.5B in
-2 ("VAT on invoice INV-2291" for "Wrong VAT on invoice INV-2291").
+alone, SmolLM2-135M took another sentence of a support ticket for its subject line in 8 of the
+tune half's 10 ("Please fix this urgently.") and Qwen2.5-Coder-0.5B in 2 ("VAT on invoice
+INV-2291" for "Wrong VAT on invoice INV-2291").
 """
 
 from __future__ import annotations
@@ -47,11 +47,11 @@ def candidates(values: list[str]) -> list[str]:
     end of its line; each once. Offered every word's end, a small model closed a labelled value
     after its first words ("Wrong VAT on invoice" for "Wrong VAT on invoice INV-2291",
     "Feedback" for "Feedback on new website")."""
-    starts: list[str] = []
+    found: list[str] = []
     for value in values:
         ends = {m.end() for m in re.finditer(r"[,;:.!?]+(?=\s|$)", value)}
         ends |= {m.start() for m in re.finditer(r"\s[(\[]", value)} | {len(value)}
         for end in sorted(ends)[:_MOST_ENDS]:
             piece = value[:end].rstrip()
-            starts.extend([piece, piece.rstrip(".,;:!?")])
-    return list(dict.fromkeys(s for s in starts if s))
+            found.extend([piece, piece.rstrip(".,;:!?")])
+    return list(dict.fromkeys(piece for piece in found if piece))
