@@ -338,9 +338,9 @@ def _without_word(word: str) -> dict[str, Any]:
 
 _ISO_DATE_OR_TIME = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}(?::\d{2})?")
 _MOST_DATE_WORDS = 6  # "the 22nd of August 2025 at": the longest run a date or time is read from
-_MONTH_WORD = re.compile(r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?", re.IGNORECASE)
 _MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
                 "november", "december")
+_MONTH_WORD = re.compile(f"({'|'.join(name[:3] for name in _MONTH_NAMES)})[a-z]*\\.?", re.IGNORECASE)
 _LEFT_HANGING = {"not": {"pattern": "(\\s(on|at|of|the|for|in|from|by)|:)$"}}
 
 
@@ -373,8 +373,8 @@ def dates_inside(document: str, grounding: tuple[FieldGrounding, ...]) -> dict[s
             dating = dict.fromkeys(w.strip(",.;:") for p in pieces for w in p.split()
                                    if _NUMBER.search(w) or _MONTH_WORD.fullmatch(w.strip(",.;:")))
             found[key] = [_without_word(w) for w in dating] + [_LEFT_HANGING]
-    months = {name for v in taken if "-" in v
-              for name in (_MONTH_NAMES[int(v[5:7]) - 1], _MONTH_NAMES[int(v[5:7]) - 1][:3])}
+    months = {spelled for month in {_MONTH_NAMES[int(v[5:7]) - 1] for v in taken if "-" in v}
+              for spelled in (month, month[:3])}
     for key in held_lists(grounding):  # an item that is the taken date's month: "May" of "the 5th of May"
         items = value.get(key)
         named = [i for i in items if isinstance(i, str) and i.strip(",.;:").casefold() in months] \
